@@ -1,0 +1,164 @@
+// Package connectors turns provider webhook deliveries into normalized events
+// and applies the DESIGN.md "Event → action" table through the task service and
+// the creation coordinator. Provider packages (github, gitlab, jira) only parse
+// and map; nothing under connectors/ touches SQL.
+package connectors
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Provider names, as used in config, delivery rows and task sources.
+const (
+	ProviderGitHub = "github"
+	ProviderGitLab = "gitlab"
+	ProviderJira   = "jira"
+)
+
+// Entity kinds, as used in external IDs and task sources.
+const (
+	KindIssue        = "issue"
+	KindPullRequest  = "pull_request"
+	KindMergeRequest = "merge_request"
+)
+
+// Action is what a delivery asks of the gateway, before filters and task
+// state are consulted.
+type Action string
+
+const (
+	// ActionIgnore: the delivery is recorded and nothing else happens (ping,
+	// events the gateway does not map, e.g. GitHub "assigned" on a PR).
+	ActionIgnore Action = "ignore"
+	// ActionCreate: opened/created. Creates the task if the filters match,
+	// otherwise nothing; an existing task is updated instead.
+	ActionCreate Action = "create"
+	// ActionUpdate: edited/labeled/…; creates when no task exists and the
+	// filters now match.
+	ActionUpdate Action = "update"
+	// ActionClose archives the task when the connection's on_close is archive.
+	ActionClose Action = "close"
+	// ActionReopen unarchives the task.
+	ActionReopen Action = "reopen"
+	// ActionDelete deletes the task and records a suppression.
+	ActionDelete Action = "delete"
+	// ActionTransfer aliases ExternalID to the task of PreviousExternalID
+	// (the task follows the issue). Sent on the old entity's side.
+	ActionTransfer Action = "transfer"
+)
+
+// Source is the human reference of the provider entity, stored on the task
+// and kept current on every event.
+type Source struct {
+	Provider string `json:"provider"`
+	Kind     string `json:"kind"`
+	Ref      string `json:"ref"` // owner/repo#12, group/project#4, group/project!4, PROJ-12
+	URL      string `json:"url"`
+}
+
+// Event is one parsed delivery, provider-neutral.
+type Event struct {
+	Provider string
+	// EventName is the provider's event name ("issues", "Issue Hook",
+	// "jira:issue_updated") plus the action when it has one ("issues.opened").
+	EventName string
+	Action    Action
+	Kind      string
+	// ExternalID per DESIGN.md ("github:<host>:issue:<issue.id>").
+	ExternalID string
+	// PreviousExternalID is set when this entity continues another one
+	// (GitHub transfer, GitLab moved_to_id): the task of PreviousExternalID
+	// follows to ExternalID.
+	PreviousExternalID string
+	// EntityKey serializes processing: every delivery about one entity (and
+	// the two sides of a transfer) shares it.
+	EntityKey string
+
+	Title       string
+	Description string
+	Labels      []string
+	// Repository is what the connection's repositories filter matches:
+	// "owner/repo" (GitHub), project path_with_namespace (GitLab), project
+	// key (Jira).
+	Repository string
+	Source     Source
+	// UpdatedAt is the provider's own timestamp of this state (issue/PR
+	// updated_at, Jira webhook timestamp); zero when unknown. Older updates
+	// than the last applied one are skipped.
+	UpdatedAt time.Time
+	// Closed reports the entity's state after this event.
+	Closed bool
+
+	// Contribution is set for pull/merge request events.
+	Contribution *Contribution
+}
+
+// Contribution is a pull request (GitHub) or merge request (GitLab) as the
+// webhook payload describes it.
+type Contribution struct {
+	Kind       string // pull_request | merge_request
+	ID         int64  // provider's global ID (pull_request.id / object_attributes.id)
+	Number     int64  // PR number / MR iid
+	Repository string // owner/repo or project path
+	URL        string
+	Title      string
+	Body       string
+	State      string // open | closed | merged
+	Draft      bool
+	Merged     bool
+	MergedAt   time.Time
+	HeadBranch string
+	BaseBranch string
+	HeadSHA    string
+	Author     string
+	UpdatedAt  time.Time
+	// References are the issues this contribution says it closes or mentions
+	// (closing keywords in the body; Jira keys in title, branch or body).
+	References []Reference
+}
+
+// Reference points at an issue by its human reference, which is how PRs name
+// issues; it is matched against task sources (Source.Ref).
+type Reference struct {
+	Provider string // github | gitlab | jira
+	Ref      string // owner/repo#12, group/project#4, PROJ-12 (always fully qualified)
+}
+
+// Verification errors. The webhook handler maps every one of them to 401.
+var (
+	ErrMissingSignature = errors.New("missing signature")
+	ErrBadSignature     = errors.New("signature does not match")
+	// ErrUnsupportedSignature: e.g. GitHub's SHA-1 X-Hub-Signature without
+	// X-Hub-Signature-256; refused even though go-github would accept it.
+	ErrUnsupportedSignature = errors.New("unsupported signature method")
+)
+
+// ErrMalformedPayload wraps every parse failure: the delivery can never
+// succeed, so it fails without retries.
+var ErrMalformedPayload = errors.New("malformed payload")
+
+// Adapter is what the ingest and processing layers need from a provider.
+type Adapter interface {
+	// Provider returns the provider name.
+	Provider() string
+	// Verify checks the request signature against each secret in constant
+	// time; nil means one matched.
+	Verify(header http.Header, body []byte, secrets [][]byte) error
+	// DeliveryKey returns the provider's delivery identity (DESIGN.md
+	// "Delivery keys"); never parses business content beyond hashing.
+	DeliveryKey(header http.Header, body []byte) string
+	// EventName returns the event type header value ("issues", "Issue Hook");
+	// for Jira, which has no event header, "jira".
+	EventName(header http.Header) string
+	// SecretHeaders lists the headers that carry secrets or signatures and
+	// must never be stored or shown.
+	SecretHeaders() []string
+	// Parse turns a stored delivery into an Event. host is the connection's
+	// host/site used in external IDs. Errors wrap ErrMalformedPayload.
+	Parse(host string, header http.Header, body []byte) (Event, error)
+	// Sign produces the headers a provider would send for body (used by
+	// `gateway send` and tests).
+	Sign(header http.Header, body []byte, secret []byte)
+}

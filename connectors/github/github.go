@@ -1,0 +1,424 @@
+// Package github is the GitHub webhook adapter: it verifies
+// X-Hub-Signature-256, names deliveries, and maps "issues", "pull_request"
+// and "ping" deliveries (parsed with go-github) to connectors.Event.
+package github
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/trackergateway/gateway/connectors"
+)
+
+// Header names GitHub sends with every delivery.
+const (
+	HeaderEvent        = "X-GitHub-Event"
+	HeaderDelivery     = "X-GitHub-Delivery"
+	HeaderHookID       = "X-GitHub-Hook-ID"
+	HeaderSignature256 = "X-Hub-Signature-256"
+	// HeaderSignature is the legacy SHA-1 signature; it is never accepted.
+	HeaderSignature = "X-Hub-Signature"
+)
+
+// Adapter implements connectors.Adapter for GitHub. The zero value is ready
+// to use.
+type Adapter struct{}
+
+var _ connectors.Adapter = Adapter{}
+
+// Provider returns "github".
+func (Adapter) Provider() string { return connectors.ProviderGitHub }
+
+// Verify checks X-Hub-Signature-256 ("sha256=<hex HMAC-SHA256(body)>")
+// against each secret in constant time. A request carrying only the SHA-1
+// X-Hub-Signature is refused with ErrUnsupportedSignature (go-github's
+// ValidatePayload would accept it, so it is not used here); an unsigned one
+// with ErrMissingSignature.
+func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
+	sig := strings.TrimSpace(header.Get(HeaderSignature256))
+	if sig == "" {
+		if strings.TrimSpace(header.Get(HeaderSignature)) != "" {
+			return connectors.ErrUnsupportedSignature
+		}
+		return connectors.ErrMissingSignature
+	}
+	hexSig, ok := strings.CutPrefix(sig, "sha256=")
+	if !ok {
+		return connectors.ErrBadSignature
+	}
+	return connectors.VerifyHMACSHA256(hexSig, body, secrets)
+}
+
+// DeliveryKey is X-GitHub-Hook-ID ":" X-GitHub-Delivery: the delivery GUID
+// is shared by every hook an event triggers and reused on manual
+// redelivery, so the hook ID tells the hooks apart. Without a hook ID it is
+// the GUID alone; without a GUID, the SHA-256 of the body.
+func (Adapter) DeliveryKey(header http.Header, body []byte) string {
+	guid := strings.TrimSpace(header.Get(HeaderDelivery))
+	if guid == "" {
+		return connectors.BodyDeliveryKey(body)
+	}
+	if hook := strings.TrimSpace(header.Get(HeaderHookID)); hook != "" {
+		return hook + ":" + guid
+	}
+	return guid
+}
+
+// EventName returns the X-GitHub-Event header ("issues", "pull_request").
+func (Adapter) EventName(header http.Header) string {
+	return strings.TrimSpace(header.Get(HeaderEvent))
+}
+
+// SecretHeaders lists the signature headers.
+func (Adapter) SecretHeaders() []string {
+	return []string{HeaderSignature, HeaderSignature256}
+}
+
+// Sign sets X-Hub-Signature-256 for body and secret, Content-Type, and, when
+// absent, X-GitHub-Delivery (a fresh GUID) and X-GitHub-Hook-ID ("1"). The
+// caller sets X-GitHub-Event. header must not be nil.
+func (Adapter) Sign(header http.Header, body []byte, secret []byte) {
+	header.Set("Content-Type", "application/json")
+	header.Set(HeaderSignature256, "sha256="+connectors.HMACSHA256Hex(secret, body))
+	if header.Get(HeaderDelivery) == "" {
+		header.Set(HeaderDelivery, connectors.NewUUID())
+	}
+	if header.Get(HeaderHookID) == "" {
+		header.Set(HeaderHookID, "1")
+	}
+}
+
+// Parse maps a delivery to an Event (DESIGN.md "Event → action"). Events
+// other than issues, pull_request and ping are ignored; so are issue and
+// pull request actions the gateway does not map. Errors wrap
+// connectors.ErrMalformedPayload.
+func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.Event, error) {
+	name := strings.TrimSpace(header.Get(HeaderEvent))
+	switch name {
+	case "":
+		return connectors.Event{}, malformed("delivery", "missing %s header", HeaderEvent)
+	case "ping":
+		if _, err := gh.ParseWebHook(name, body); err != nil {
+			return connectors.Event{}, malformed(name, "%v", err)
+		}
+		return connectors.Event{Provider: connectors.ProviderGitHub, EventName: name, Action: connectors.ActionIgnore}, nil
+	case "issues":
+		return parseIssues(host, body)
+	case "pull_request":
+		return parsePullRequest(host, body)
+	default:
+		return connectors.Event{Provider: connectors.ProviderGitHub, EventName: name, Action: connectors.ActionIgnore}, nil
+	}
+}
+
+func malformed(event, format string, args ...any) error {
+	return fmt.Errorf("parse github %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+}
+
+var issueActions = map[string]connectors.Action{
+	"opened":       connectors.ActionCreate,
+	"reopened":     connectors.ActionReopen,
+	"edited":       connectors.ActionUpdate,
+	"labeled":      connectors.ActionUpdate,
+	"unlabeled":    connectors.ActionUpdate,
+	"assigned":     connectors.ActionUpdate,
+	"unassigned":   connectors.ActionUpdate,
+	"milestoned":   connectors.ActionUpdate,
+	"demilestoned": connectors.ActionUpdate,
+	"pinned":       connectors.ActionUpdate,
+	"unpinned":     connectors.ActionUpdate,
+	"locked":       connectors.ActionUpdate,
+	"unlocked":     connectors.ActionUpdate,
+	"closed":       connectors.ActionClose,
+	"deleted":      connectors.ActionDelete,
+	"transferred":  connectors.ActionTransfer,
+}
+
+var pullRequestActions = map[string]connectors.Action{
+	"opened":             connectors.ActionCreate,
+	"reopened":           connectors.ActionReopen,
+	"closed":             connectors.ActionClose,
+	"edited":             connectors.ActionUpdate,
+	"synchronize":        connectors.ActionUpdate,
+	"ready_for_review":   connectors.ActionUpdate,
+	"converted_to_draft": connectors.ActionUpdate,
+	"labeled":            connectors.ActionUpdate,
+	"unlabeled":          connectors.ActionUpdate,
+}
+
+// transferChanges is the part of an issues payload's "changes" that go-github
+// v62's EditChange does not model: the other side of a transfer.
+type transferChanges struct {
+	Changes *struct {
+		NewIssue      *gh.Issue      `json:"new_issue"`
+		NewRepository *gh.Repository `json:"new_repository"`
+		OldIssue      *gh.Issue      `json:"old_issue"`
+		OldRepository *gh.Repository `json:"old_repository"`
+	} `json:"changes"`
+}
+
+func eventName(name, action string) string {
+	if action == "" {
+		return name
+	}
+	return name + "." + action
+}
+
+func parseIssues(host string, body []byte) (connectors.Event, error) {
+	const name = "issues"
+	raw, err := gh.ParseWebHook(name, body)
+	if err != nil {
+		return connectors.Event{}, malformed(name, "%v", err)
+	}
+	ev, ok := raw.(*gh.IssuesEvent)
+	if !ok || ev == nil {
+		return connectors.Event{}, malformed(name, "unexpected payload type %T", raw)
+	}
+	action := ev.GetAction()
+	base := connectors.Event{
+		Provider:  connectors.ProviderGitHub,
+		EventName: eventName(name, action),
+		Action:    connectors.ActionIgnore,
+	}
+	issue := ev.Issue
+	if issue == nil {
+		return connectors.Event{}, malformed(base.EventName, "no issue")
+	}
+	mapped, known := issueActions[action]
+	repo := repoName(ev.GetRepo(), issue)
+	if !known || issue.IsPullRequest() {
+		// Recorded and ignored; describe the entity when the payload allows
+		// it, for the delivery's outcome.
+		if issue.GetID() > 0 && issue.GetNumber() > 0 && repo != "" {
+			e := describeIssue(host, issue, repo)
+			e.Provider, e.EventName, e.Action = base.Provider, base.EventName, connectors.ActionIgnore
+			return e, nil
+		}
+		return base, nil
+	}
+	if err := checkIssue(issue, repo); err != nil {
+		return connectors.Event{}, malformed(base.EventName, "issue: %v", err)
+	}
+	e := describeIssue(host, issue, repo)
+	e.Provider, e.EventName, e.Action = base.Provider, base.EventName, mapped
+
+	switch action {
+	case "transferred":
+		// Sent for the old issue. The task follows it: ExternalID is the new
+		// issue, PreviousExternalID the old one, and the event describes the
+		// new issue (its source is the current one).
+		var ch transferChanges
+		if err := json.Unmarshal(body, &ch); err != nil {
+			return connectors.Event{}, malformed(base.EventName, "changes: %v", err)
+		}
+		if ch.Changes == nil || ch.Changes.NewIssue == nil {
+			return connectors.Event{}, malformed(base.EventName, "no changes.new_issue")
+		}
+		newIssue := ch.Changes.NewIssue
+		newRepo := repoName(ch.Changes.NewRepository, newIssue)
+		if err := checkIssue(newIssue, newRepo); err != nil {
+			return connectors.Event{}, malformed(base.EventName, "changes.new_issue: %v", err)
+		}
+		old := e.ExternalID
+		e = describeIssue(host, newIssue, newRepo)
+		e.Provider, e.EventName, e.Action = base.Provider, base.EventName, connectors.ActionTransfer
+		e.PreviousExternalID = old
+		e.EntityKey = old
+	case "opened":
+		// Opened by a transfer: the new issue continues changes.old_issue.
+		var ch transferChanges
+		if err := json.Unmarshal(body, &ch); err != nil {
+			return connectors.Event{}, malformed(base.EventName, "changes: %v", err)
+		}
+		if ch.Changes != nil && ch.Changes.OldIssue != nil {
+			id := ch.Changes.OldIssue.GetID()
+			if id <= 0 {
+				return connectors.Event{}, malformed(base.EventName, "changes.old_issue: missing id")
+			}
+			old := externalID(host, connectors.KindIssue, id)
+			e.PreviousExternalID = old
+			e.EntityKey = old
+		}
+	}
+	return e, nil
+}
+
+func checkIssue(issue *gh.Issue, repo string) error {
+	switch {
+	case issue.GetID() <= 0:
+		return fmt.Errorf("missing id")
+	case issue.GetNumber() <= 0:
+		return fmt.Errorf("missing number")
+	case repo == "":
+		return fmt.Errorf("missing repository")
+	}
+	return nil
+}
+
+// repoName is the repository's "owner/repo", or, when the payload has no
+// repository object, the one named by the issue's API repository_url.
+func repoName(repo *gh.Repository, issue *gh.Issue) string {
+	if n := repo.GetFullName(); validRepo(n) {
+		return n
+	}
+	if issue == nil {
+		return ""
+	}
+	u, err := url.Parse(issue.GetRepositoryURL())
+	if err != nil {
+		return ""
+	}
+	if n, ok := strings.CutPrefix(u.Path, "/repos/"); ok && validRepo(n) {
+		return n
+	}
+	return ""
+}
+
+func validRepo(n string) bool {
+	owner, name, ok := strings.Cut(n, "/")
+	return ok && owner != "" && name != "" && !strings.Contains(name, "/")
+}
+
+func externalID(host, kind string, id int64) string {
+	return connectors.ProviderGitHub + ":" + host + ":" + kind + ":" + strconv.FormatInt(id, 10)
+}
+
+func labelNames(labels []*gh.Label) []string {
+	names := make([]string, 0, len(labels))
+	for _, l := range labels {
+		if n := l.GetName(); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func describeIssue(host string, issue *gh.Issue, repo string) connectors.Event {
+	id := externalID(host, connectors.KindIssue, issue.GetID())
+	return connectors.Event{
+		Kind:        connectors.KindIssue,
+		ExternalID:  id,
+		EntityKey:   id,
+		Title:       issue.GetTitle(),
+		Description: issue.GetBody(),
+		Labels:      labelNames(issue.Labels),
+		Repository:  repo,
+		Source: connectors.Source{
+			Provider: connectors.ProviderGitHub,
+			Kind:     connectors.KindIssue,
+			Ref:      repo + "#" + strconv.Itoa(issue.GetNumber()),
+			URL:      issue.GetHTMLURL(),
+		},
+		UpdatedAt: issue.GetUpdatedAt().Time.UTC(),
+		Closed:    issue.GetState() == "closed",
+	}
+}
+
+func parsePullRequest(host string, body []byte) (connectors.Event, error) {
+	const name = "pull_request"
+	raw, err := gh.ParseWebHook(name, body)
+	if err != nil {
+		return connectors.Event{}, malformed(name, "%v", err)
+	}
+	ev, ok := raw.(*gh.PullRequestEvent)
+	if !ok || ev == nil {
+		return connectors.Event{}, malformed(name, "unexpected payload type %T", raw)
+	}
+	action := ev.GetAction()
+	base := connectors.Event{
+		Provider:  connectors.ProviderGitHub,
+		EventName: eventName(name, action),
+		Action:    connectors.ActionIgnore,
+	}
+	pr := ev.PullRequest
+	if pr == nil {
+		return connectors.Event{}, malformed(base.EventName, "no pull_request")
+	}
+	repo := ev.GetRepo().GetFullName()
+	if !validRepo(repo) {
+		repo = pr.GetBase().GetRepo().GetFullName()
+	}
+	valid := pr.GetID() > 0 && pr.GetNumber() > 0 && validRepo(repo)
+	mapped, known := pullRequestActions[action]
+	if !known {
+		if valid {
+			e := describePullRequest(host, pr, repo)
+			e.Provider, e.EventName, e.Action = base.Provider, base.EventName, connectors.ActionIgnore
+			return e, nil
+		}
+		return base, nil
+	}
+	switch {
+	case pr.GetID() <= 0:
+		return connectors.Event{}, malformed(base.EventName, "pull_request: missing id")
+	case pr.GetNumber() <= 0:
+		return connectors.Event{}, malformed(base.EventName, "pull_request: missing number")
+	case !validRepo(repo):
+		return connectors.Event{}, malformed(base.EventName, "missing repository")
+	}
+	e := describePullRequest(host, pr, repo)
+	e.Provider, e.EventName, e.Action = base.Provider, base.EventName, mapped
+	return e, nil
+}
+
+func describePullRequest(host string, pr *gh.PullRequest, repo string) connectors.Event {
+	id := externalID(host, connectors.KindPullRequest, pr.GetID())
+	merged := pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero())
+	state := "open"
+	switch {
+	case merged:
+		state = "merged"
+	case pr.GetState() == "closed":
+		state = "closed"
+	}
+	ref := repo + "#" + strconv.Itoa(pr.GetNumber())
+	updated := pr.GetUpdatedAt().Time.UTC()
+	c := &connectors.Contribution{
+		Kind:       connectors.KindPullRequest,
+		ID:         pr.GetID(),
+		Number:     int64(pr.GetNumber()),
+		Repository: repo,
+		URL:        pr.GetHTMLURL(),
+		Title:      pr.GetTitle(),
+		Body:       pr.GetBody(),
+		State:      state,
+		Draft:      pr.GetDraft(),
+		Merged:     merged,
+		HeadBranch: pr.GetHead().GetRef(),
+		BaseBranch: pr.GetBase().GetRef(),
+		HeadSHA:    pr.GetHead().GetSHA(),
+		Author:     pr.GetUser().GetLogin(),
+		UpdatedAt:  updated,
+		References: connectors.MergeReferences(
+			connectors.GitHubClosingReferences(pr.GetBody(), host, repo),
+			connectors.JiraKeyReferences(pr.GetTitle(), pr.GetHead().GetRef(), pr.GetBody()),
+		),
+	}
+	if pr.MergedAt != nil {
+		c.MergedAt = pr.MergedAt.Time.UTC()
+	}
+	return connectors.Event{
+		Kind:        connectors.KindPullRequest,
+		ExternalID:  id,
+		EntityKey:   id,
+		Title:       pr.GetTitle(),
+		Description: pr.GetBody(),
+		Labels:      labelNames(pr.Labels),
+		Repository:  repo,
+		Source: connectors.Source{
+			Provider: connectors.ProviderGitHub,
+			Kind:     connectors.KindPullRequest,
+			Ref:      ref,
+			URL:      pr.GetHTMLURL(),
+		},
+		UpdatedAt:    updated,
+		Closed:       pr.GetState() == "closed" || merged,
+		Contribution: c,
+	}
+}

@@ -1,0 +1,425 @@
+// Package jira is the Jira webhook adapter: it verifies X-Hub-Signature,
+// names deliveries, and maps jira:issue_* deliveries (issues decoded as
+// go-jira's jira.Issue) to connectors.Event.
+package jira
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	jira "github.com/andygrunwald/go-jira"
+
+	"github.com/trackergateway/gateway/connectors"
+)
+
+// Header names of Jira webhook deliveries.
+const (
+	HeaderSignature  = "X-Hub-Signature"
+	HeaderIdentifier = "X-Atlassian-Webhook-Identifier"
+	// HeaderAuthorization may carry credentials of Jira setups that
+	// authenticate webhooks that way; it is never stored or shown.
+	HeaderAuthorization = "Authorization"
+)
+
+// Jira webhook events the adapter maps.
+const (
+	EventIssueCreated = "jira:issue_created"
+	EventIssueUpdated = "jira:issue_updated"
+	EventIssueDeleted = "jira:issue_deleted"
+)
+
+// Adapter implements connectors.Adapter for Jira. The zero value is ready
+// to use.
+type Adapter struct{}
+
+var _ connectors.Adapter = Adapter{}
+
+// Provider returns "jira".
+func (Adapter) Provider() string { return connectors.ProviderJira }
+
+// Verify checks X-Hub-Signature ("<method>=<hex>"): the method must be
+// sha256 (others: ErrUnsupportedSignature), the hex an HMAC-SHA256 of the
+// body under one of secrets (constant time).
+func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
+	sig := strings.TrimSpace(header.Get(HeaderSignature))
+	if sig == "" {
+		return connectors.ErrMissingSignature
+	}
+	method, hexSig, ok := strings.Cut(sig, "=")
+	if !ok {
+		return connectors.ErrBadSignature
+	}
+	if !strings.EqualFold(strings.TrimSpace(method), "sha256") {
+		return connectors.ErrUnsupportedSignature
+	}
+	return connectors.VerifyHMACSHA256(strings.TrimSpace(hexSig), body, secrets)
+}
+
+// DeliveryKey is X-Atlassian-Webhook-Identifier (stable across retries),
+// else the SHA-256 of the body (Jira Data Center sends no identifier).
+func (Adapter) DeliveryKey(header http.Header, body []byte) string {
+	if id := strings.TrimSpace(header.Get(HeaderIdentifier)); id != "" {
+		return id
+	}
+	return connectors.BodyDeliveryKey(body)
+}
+
+// EventName returns "jira": Jira sends no event header; the event name
+// (webhookEvent) is in the body, and Parse puts it in Event.EventName.
+func (Adapter) EventName(http.Header) string { return connectors.ProviderJira }
+
+// SecretHeaders lists the signature and authorization headers.
+func (Adapter) SecretHeaders() []string { return []string{HeaderSignature, HeaderAuthorization} }
+
+// Sign sets X-Hub-Signature ("sha256=<hex>"), Content-Type, and
+// X-Atlassian-Webhook-Identifier (random) when absent. header must not be
+// nil.
+func (Adapter) Sign(header http.Header, body []byte, secret []byte) {
+	header.Set("Content-Type", "application/json")
+	header.Set(HeaderSignature, "sha256="+connectors.HMACSHA256Hex(secret, body))
+	if header.Get(HeaderIdentifier) == "" {
+		header.Set(HeaderIdentifier, connectors.NewUUID())
+	}
+}
+
+// Webhook is a Jira issue webhook body. Issue is go-jira's jira.Issue; the
+// webhook's changelog is a single history entry ({"id", "items"}), which is
+// go-jira's ChangelogHistory (jira.Changelog is the REST API's list of
+// histories and would drop the items).
+type Webhook struct {
+	Timestamp          int64                  `json:"timestamp"` // ms since the epoch
+	WebhookEvent       string                 `json:"webhookEvent"`
+	IssueEventTypeName string                 `json:"issue_event_type_name"`
+	User               *jira.User             `json:"user"`
+	Issue              *jira.Issue            `json:"issue"`
+	Changelog          *jira.ChangelogHistory `json:"changelog"`
+}
+
+// rawWebhook splits the body so that a part go-jira cannot decode (a time or
+// a field in a format it does not expect) does not lose the rest.
+type rawWebhook struct {
+	Timestamp          json.Number     `json:"timestamp"`
+	WebhookEvent       string          `json:"webhookEvent"`
+	IssueEventTypeName string          `json:"issue_event_type_name"`
+	User               json.RawMessage `json:"user"`
+	Issue              json.RawMessage `json:"issue"`
+	Changelog          json.RawMessage `json:"changelog"`
+}
+
+// DecodeWebhook decodes a webhook body. The envelope must be a JSON object
+// with a numeric timestamp (or none); user, issue and changelog are decoded
+// with go-jira's types and, where those refuse the data, with a lenient
+// decoder that keeps what the gateway needs (see decodeIssue). A part that
+// neither can decode is an error only for the issue.
+func DecodeWebhook(body []byte) (*Webhook, error) {
+	var raw rawWebhook
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return nil, err
+	}
+	w := &Webhook{WebhookEvent: raw.WebhookEvent, IssueEventTypeName: raw.IssueEventTypeName}
+	if raw.Timestamp != "" {
+		ts, err := raw.Timestamp.Int64()
+		if err != nil {
+			// 1.550286940507e12 is still a timestamp.
+			f, ferr := raw.Timestamp.Float64()
+			if ferr != nil || f > 1<<62 || f < -(1<<62) {
+				return nil, fmt.Errorf("timestamp: %v", err)
+			}
+			ts = int64(f)
+		}
+		w.Timestamp = ts
+	}
+	if !isNull(raw.User) {
+		var u jira.User
+		if json.Unmarshal(raw.User, &u) == nil {
+			w.User = &u
+		}
+	}
+	if !isNull(raw.Changelog) {
+		var c jira.ChangelogHistory
+		if err := json.Unmarshal(raw.Changelog, &c); err == nil {
+			w.Changelog = &c
+		} else if c, ok := lenientChangelog(raw.Changelog); ok {
+			w.Changelog = c
+		}
+	}
+	if !isNull(raw.Issue) {
+		issue, err := decodeIssue(raw.Issue)
+		if err != nil {
+			return nil, fmt.Errorf("issue: %v", err)
+		}
+		w.Issue = issue
+	}
+	return w, nil
+}
+
+func isNull(m json.RawMessage) bool {
+	m = bytes.TrimSpace(m)
+	return len(m) == 0 || bytes.Equal(m, []byte("null"))
+}
+
+// decodeIssue decodes issue JSON as a jira.Issue. go-jira refuses some data
+// real Jira sites send: its jira.Time accepts only
+// "2006-01-02T15:04:05.999-0700" (no "Z", no "+00:00"), description must be a
+// string (the v3 API's Atlassian Document Format is an object), id must be a
+// string. When it fails, the fields the gateway uses are decoded leniently
+// into a jira.Issue instead.
+func decodeIssue(data json.RawMessage) (issue *jira.Issue, err error) {
+	var full jira.Issue
+	if err := unmarshalIssue(data, &full); err == nil {
+		return &full, nil
+	}
+	var lenient struct {
+		ID     json.RawMessage `json:"id"`
+		Key    json.RawMessage `json:"key"`
+		Self   json.RawMessage `json:"self"`
+		Fields *struct {
+			Summary     json.RawMessage `json:"summary"`
+			Description json.RawMessage `json:"description"`
+			Labels      json.RawMessage `json:"labels"`
+			Project     *struct {
+				Key json.RawMessage `json:"key"`
+			} `json:"project"`
+			Resolution json.RawMessage `json:"resolution"`
+			Status     *struct {
+				Name           json.RawMessage `json:"name"`
+				StatusCategory *struct {
+					Key json.RawMessage `json:"key"`
+				} `json:"statusCategory"`
+			} `json:"status"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal(data, &lenient); err != nil {
+		return nil, err
+	}
+	issue = &jira.Issue{
+		ID:   scalarString(lenient.ID),
+		Key:  scalarString(lenient.Key),
+		Self: scalarString(lenient.Self),
+	}
+	if f := lenient.Fields; f != nil {
+		fields := &jira.IssueFields{
+			Summary:     scalarString(f.Summary),
+			Description: scalarString(f.Description),
+		}
+		var labels []string
+		if json.Unmarshal(f.Labels, &labels) == nil {
+			fields.Labels = labels
+		}
+		if f.Project != nil {
+			fields.Project.Key = scalarString(f.Project.Key)
+		}
+		if !isNull(f.Resolution) {
+			var r jira.Resolution
+			_ = json.Unmarshal(f.Resolution, &r)
+			fields.Resolution = &r
+		}
+		if f.Status != nil {
+			fields.Status = &jira.Status{Name: scalarString(f.Status.Name)}
+			if f.Status.StatusCategory != nil {
+				fields.Status.StatusCategory.Key = scalarString(f.Status.StatusCategory.Key)
+			}
+		}
+		issue.Fields = fields
+	}
+	return issue, nil
+}
+
+// unmarshalIssue is json.Unmarshal into a jira.Issue, whose custom field
+// decoding is third-party code: a panic in it is an error here, never a
+// crashed worker.
+func unmarshalIssue(data []byte, issue *jira.Issue) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("go-jira: %v", r)
+		}
+	}()
+	return json.Unmarshal(data, issue)
+}
+
+// scalarString is a JSON string's value, a number's text, or "" for
+// anything else (null, objects, arrays).
+func scalarString(m json.RawMessage) string {
+	m = bytes.TrimSpace(m)
+	if len(m) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(m, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+func lenientChangelog(data json.RawMessage) (*jira.ChangelogHistory, bool) {
+	var c struct {
+		ID    json.RawMessage `json:"id"`
+		Items []struct {
+			Field      json.RawMessage `json:"field"`
+			FieldID    json.RawMessage `json:"fieldId"`
+			From       json.RawMessage `json:"from"`
+			FromString json.RawMessage `json:"fromString"`
+			To         json.RawMessage `json:"to"`
+			ToString   json.RawMessage `json:"toString"`
+		} `json:"items"`
+	}
+	if json.Unmarshal(data, &c) != nil {
+		return nil, false
+	}
+	h := &jira.ChangelogHistory{Id: scalarString(c.ID)}
+	for _, it := range c.Items {
+		field := scalarString(it.Field)
+		if field == "" {
+			field = scalarString(it.FieldID)
+		}
+		item := jira.ChangelogItems{
+			Field:      field,
+			FromString: scalarString(it.FromString),
+			ToString:   scalarString(it.ToString),
+		}
+		if s := scalarString(it.From); s != "" {
+			item.From = s
+		}
+		if s := scalarString(it.To); s != "" {
+			item.To = s
+		}
+		h.Items = append(h.Items, item)
+	}
+	return h, true
+}
+
+// Parse maps a delivery to an Event (DESIGN.md "Event → action"):
+// jira:issue_created → create, jira:issue_updated → update (close when the
+// changelog sets a resolution, reopen when it clears it),
+// jira:issue_deleted → delete, anything else ignored. host is the Jira site
+// ("acme.atlassian.net"). Errors wrap connectors.ErrMalformedPayload.
+func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.Event, error) {
+	w, err := DecodeWebhook(body)
+	if err != nil {
+		return connectors.Event{}, malformed("webhook", "%v", err)
+	}
+	e := connectors.Event{Provider: connectors.ProviderJira, EventName: w.WebhookEvent}
+	switch w.WebhookEvent {
+	case EventIssueCreated:
+		e.Action = connectors.ActionCreate
+	case EventIssueUpdated:
+		e.Action = connectors.ActionUpdate
+		switch resolutionChange(w.Changelog) {
+		case resolutionSet:
+			e.Action = connectors.ActionClose
+		case resolutionCleared:
+			e.Action = connectors.ActionReopen
+		}
+	case EventIssueDeleted:
+		e.Action = connectors.ActionDelete
+	default:
+		e.Action = connectors.ActionIgnore
+		if e.EventName == "" {
+			e.EventName = connectors.ProviderJira
+		}
+		return e, nil
+	}
+	issue := w.Issue
+	if issue == nil {
+		return connectors.Event{}, malformed(e.EventName, "no issue")
+	}
+	id, err := strconv.ParseInt(strings.TrimSpace(issue.ID), 10, 64)
+	if err != nil || id <= 0 {
+		return connectors.Event{}, malformed(e.EventName, "issue.id %q is not a positive integer", issue.ID)
+	}
+	key := strings.TrimSpace(issue.Key)
+	if key == "" {
+		return connectors.Event{}, malformed(e.EventName, "issue.key missing")
+	}
+	ext := connectors.ProviderJira + ":" + host + ":" + connectors.KindIssue + ":" + strconv.FormatInt(id, 10)
+	e.Kind = connectors.KindIssue
+	e.ExternalID = ext
+	e.EntityKey = ext
+	e.Source = connectors.Source{
+		Provider: connectors.ProviderJira,
+		Kind:     connectors.KindIssue,
+		Ref:      key,
+		URL:      "https://" + host + "/browse/" + key,
+	}
+	e.Labels = []string{}
+	if f := issue.Fields; f != nil {
+		e.Title = f.Summary
+		e.Description = f.Description
+		for _, l := range f.Labels {
+			if l != "" {
+				e.Labels = append(e.Labels, l)
+			}
+		}
+		e.Repository = f.Project.Key
+		e.Closed = f.Resolution != nil || (f.Status != nil && f.Status.StatusCategory.Key == jira.StatusCategoryComplete)
+		if w.Timestamp == 0 {
+			e.UpdatedAt = time.Time(f.Updated).UTC()
+		}
+	}
+	if e.Repository == "" {
+		// The project key is the key's prefix ("PROJ-12" → "PROJ").
+		if i := strings.LastIndexByte(key, '-'); i > 0 {
+			e.Repository = key[:i]
+		}
+	}
+	if w.Timestamp != 0 {
+		e.UpdatedAt = time.UnixMilli(w.Timestamp).UTC()
+	}
+	switch e.Action {
+	case connectors.ActionClose:
+		e.Closed = true
+	case connectors.ActionReopen:
+		e.Closed = false
+	}
+	return e, nil
+}
+
+func malformed(event, format string, args ...any) error {
+	return fmt.Errorf("parse jira %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+}
+
+type resolution int
+
+const (
+	resolutionUnchanged resolution = iota
+	resolutionSet
+	resolutionCleared
+)
+
+// resolutionChange reads the changelog's resolution item: set to a value
+// (the issue was resolved) or to nothing (it was reopened).
+func resolutionChange(c *jira.ChangelogHistory) resolution {
+	if c == nil {
+		return resolutionUnchanged
+	}
+	for _, item := range c.Items {
+		if !strings.EqualFold(item.Field, "resolution") {
+			continue
+		}
+		if to := changelogValue(item.To); to != "" || item.ToString != "" {
+			return resolutionSet
+		}
+		return resolutionCleared
+	}
+	return resolutionUnchanged
+}
+
+func changelogValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
+	}
+}

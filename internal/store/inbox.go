@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Delivery statuses.
+const (
+	DeliveryQueued     = "queued"
+	DeliveryProcessing = "processing"
+	DeliverySucceeded  = "succeeded"
+	DeliveryIgnored    = "ignored"
+	DeliverySuppressed = "suppressed"
+	DeliveryRetrying   = "retrying"
+	DeliveryFailed     = "failed"
+)
+
+// Delivery is an inbox row: the raw webhook as received, and its processing
+// state.
+type Delivery struct {
+	ID                string
+	ConnectionID      string
+	Provider          string
+	Event             string
+	DeliveryKey       string
+	Headers           string // JSON object, secrets removed
+	Body              []byte
+	Status            string
+	Attempts          int
+	LastError         string
+	NextAttemptAt     time.Time
+	LeaseOwner        string
+	LeaseExpiresAt    *time.Time
+	EntityKey         string
+	ReceivedAt        time.Time
+	ProcessedAt       *time.Time
+	OutcomeTaskID     string
+	OutcomeExternalID string
+	OutcomeAction     string
+	OutcomeResult     string
+}
+
+// DeliveryFilter selects a page of deliveries, newest first.
+type DeliveryFilter struct {
+	Status       string
+	ConnectionID string
+	// Before is the (received_at, id) of the last delivery of the previous page.
+	BeforeReceivedAt time.Time
+	BeforeID         string
+	Limit            int
+}
+
+// DeliveryQueries is the inbox.
+type DeliveryQueries interface {
+	// InsertDeliveries inserts each delivery unless its (connection_id,
+	// delivery_key) exists, in one transaction (group commit). It returns, per
+	// input, the ID of the stored row and whether it was a duplicate.
+	InsertDeliveries(ctx context.Context, ds []Delivery) ([]InsertedDelivery, error)
+	GetDelivery(ctx context.Context, id string) (Delivery, error)
+	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
+	// ClaimDeliveries leases up to limit due deliveries (queued/retrying with
+	// next_attempt_at <= now, or processing with an expired lease) whose
+	// entity is not leased by another worker, oldest first (PostgreSQL: FOR
+	// UPDATE SKIP LOCKED). Claimed rows become processing with attempts+1.
+	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
+	// AcquireEntityLease takes or steals (when expired) the lease on an
+	// entity for a delivery; false when another live lease holds it.
+	AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error)
+	ReleaseEntityLease(ctx context.Context, entityKey, owner string) error
+	// FinishDelivery records the outcome of a claimed delivery when owner
+	// still holds its lease; ErrNotFound otherwise (the lease was lost).
+	FinishDelivery(ctx context.Context, d Delivery, owner string) error
+	// RequeueDelivery makes a delivery due again (operator replay): status
+	// queued, attempts 0, lease cleared.
+	RequeueDelivery(ctx context.Context, id string, now time.Time) (Delivery, error)
+	// NextDeliveryDue returns the earliest next_attempt_at of a pending
+	// delivery, or zero when none.
+	NextDeliveryDue(ctx context.Context) (time.Time, error)
+}
+
+// InsertedDelivery is the result of one InsertDeliveries input.
+type InsertedDelivery struct {
+	ID        string
+	Duplicate bool
+}
+
+// Suppression records that the gateway deleted the task of a source entity:
+// later deliveries for it are suppressed.
+type Suppression struct {
+	WorkspaceID string
+	ExternalID  string
+	TaskID      string
+	Reason      string
+	CreatedAt   time.Time
+}
+
+// SuppressionPage selects a page of suppressions ordered by (workspace, external ID).
+type SuppressionPage struct {
+	WorkspaceID      string
+	AfterWorkspaceID string
+	AfterExternalID  string
+	Limit            int
+}
+
+// SuppressionQueries manages suppressions and source aliases.
+type SuppressionQueries interface {
+	UpsertSuppression(ctx context.Context, s Suppression) error
+	GetSuppression(ctx context.Context, workspaceID, externalID string) (Suppression, error)
+	ListSuppressions(ctx context.Context, p SuppressionPage) ([]Suppression, error)
+	DeleteSuppression(ctx context.Context, workspaceID, externalID string) (bool, error)
+
+	// InsertAlias maps externalID to taskID unless the alias exists.
+	InsertAlias(ctx context.Context, workspaceID, externalID, taskID string, at time.Time) error
+	// ResolveAlias returns the task an aliased external ID points to.
+	ResolveAlias(ctx context.Context, workspaceID, externalID string) (string, error)
+	ListAliases(ctx context.Context, taskID string) ([]string, error)
+}
+
+// Projection is a github_task_prs / gitlab_task_mrs row.
+type Projection struct {
+	Provider          string // github → github_task_prs, gitlab → gitlab_task_mrs
+	TaskID            string
+	ConnectionID      string
+	ProviderID        int64
+	Repository        string
+	Number            int64
+	URL               string
+	Title             string
+	State             string
+	Draft             bool
+	Merged            bool
+	MergedAt          *time.Time
+	HeadBranch        string
+	BaseBranch        string
+	HeadSHA           string
+	Author            string
+	ProviderUpdatedAt *time.Time
+	LastSyncedAt      *time.Time
+	SyncAttempts      int
+	NextSyncAt        *time.Time
+	SyncError         string
+}
+
+// ProjectionQueries manages the provider PR/MR projection.
+type ProjectionQueries interface {
+	// UpsertProjection writes p unless the stored row has a newer
+	// provider_updated_at (stale payloads never overwrite fresher data).
+	UpsertProjection(ctx context.Context, p Projection) error
+	ListProjectionsForTask(ctx context.Context, taskID string) ([]Projection, error)
+	// ListProjectionsDue returns rows whose next_sync_at <= now.
+	ListProjectionsDue(ctx context.Context, now time.Time, limit int) ([]Projection, error)
+	// UpdateProjectionSync records a refresh attempt's bookkeeping.
+	UpdateProjectionSync(ctx context.Context, p Projection) error
+}

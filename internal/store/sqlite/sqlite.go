@@ -1,0 +1,437 @@
+// Package sqlite is the SQLite driver of the store: modernc.org/sqlite (pure
+// Go), WAL with synchronous=FULL, one writer connection (BEGIN IMMEDIATE) and
+// a pool of readers, goose migrations from migrations/sqlite, and
+// constraint attribution by index name read from the schema.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	sqlitelib "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/migrations"
+)
+
+// Driver is the SQLite sqlstore.Driver.
+type Driver struct {
+	writer *sql.DB
+	reader *sql.DB
+
+	mu          sync.Mutex
+	subscribers map[string][]func()
+	// uniqueIndexes maps "table(col,col)" to the unique index covering it, so
+	// SQLite's "UNIQUE constraint failed: t.a, t.b" is attributed by name.
+	uniqueIndexes map[string]string
+}
+
+// Open opens (creating) the database file at path.
+func Open(ctx context.Context, path string) (*Driver, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+	}
+	pragmas := []string{"journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(1)", "busy_timeout(10000)"}
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + q.Encode()
+	writer, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	// One writer: SQLite serializes writes anyway; queuing them in-process
+	// avoids busy-wait storms under concurrency.
+	writer.SetMaxOpenConns(1)
+	writer.SetConnMaxIdleTime(0)
+	rq := url.Values{}
+	for _, p := range append(pragmas, "query_only(1)") {
+		rq.Add("_pragma", p)
+	}
+	reader, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open sqlite reader: %w", err)
+	}
+	reader.SetMaxOpenConns(4)
+	d := &Driver{writer: writer, reader: reader, subscribers: map[string][]func(){}}
+	if err := writer.PingContext(ctx); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	return d, nil
+}
+
+func (d *Driver) Dialect() string    { return store.DialectSQLite }
+func (d *Driver) ForUpdate() string  { return "" }
+func (d *Driver) SkipLocked() string { return "" }
+
+// LockOutbox is a no-op: SQLite has a single writer.
+func (d *Driver) LockOutbox(context.Context, sqlstore.Executor) error { return nil }
+
+func isRead(q string) bool {
+	s := strings.TrimSpace(q)
+	return len(s) >= 6 && (strings.EqualFold(s[:6], "select") || strings.EqualFold(s[:4], "with"))
+}
+
+func (d *Driver) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	return execOn(ctx, d.writer, q, args...)
+}
+
+func (d *Driver) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	db := d.writer
+	if isRead(q) {
+		db = d.reader
+	}
+	return queryOn(ctx, db, q, args...)
+}
+
+func (d *Driver) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	db := d.writer
+	if isRead(q) {
+		db = d.reader
+	}
+	return queryRowOn(ctx, db, q, args...)
+}
+
+// Begin starts a BEGIN IMMEDIATE transaction on the writer.
+func (d *Driver) Begin(ctx context.Context) (sqlstore.Tx, error) {
+	tx, err := d.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &sqliteTx{tx: tx}, nil
+}
+
+var uniqueFailed = regexp.MustCompile(`UNIQUE constraint failed: ([\w.]+(?:, [\w.]+)*)`)
+
+// Classify maps SQLite errors to store sentinels; a unique violation is
+// attributed to an index name through the schema.
+func (d *Driver) Classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlitelib.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CONSTRAINT:
+		if m := uniqueFailed.FindStringSubmatch(se.Error()); m != nil {
+			name := d.uniqueIndexName(m[1])
+			if name == "uniq_tasks_external_id" {
+				return fmt.Errorf("%w: %s", store.ErrExternalIDTaken, name)
+			}
+			return fmt.Errorf("%w: %s: %v", store.ErrConstraint, name, err)
+		}
+		return fmt.Errorf("%w: %v", store.ErrConstraint, err)
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+	}
+	return err
+}
+
+// uniqueIndexName resolves "tasks.workspace_id, tasks.external_id" to the
+// name of the unique index (or constraint) on exactly those columns.
+func (d *Driver) uniqueIndexName(cols string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.uniqueIndexes == nil {
+		d.uniqueIndexes = d.loadUniqueIndexes()
+	}
+	if n, ok := d.uniqueIndexes[normalizeColumns(cols)]; ok {
+		return n
+	}
+	return "unique(" + cols + ")"
+}
+
+func normalizeColumns(cols string) string {
+	parts := strings.Split(cols, ",")
+	table := ""
+	var names []string
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		t, c, ok := strings.Cut(p, ".")
+		if !ok {
+			continue
+		}
+		table = t
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	return table + "(" + strings.Join(names, ",") + ")"
+}
+
+func (d *Driver) loadUniqueIndexes() map[string]string {
+	out := map[string]string{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := d.reader.QueryContext(ctx, `SELECT m.name, il.name, il.origin FROM sqlite_master m, pragma_index_list(m.name) il WHERE m.type = 'table' AND il."unique" = 1`)
+	if err != nil {
+		return out
+	}
+	type idx struct{ table, name, origin string }
+	var idxs []idx
+	for rows.Next() {
+		var x idx
+		if rows.Scan(&x.table, &x.name, &x.origin) == nil {
+			idxs = append(idxs, x)
+		}
+	}
+	rows.Close()
+	for _, x := range idxs {
+		crows, err := d.reader.QueryContext(ctx, `SELECT name FROM pragma_index_info($1)`, x.name)
+		if err != nil {
+			continue
+		}
+		var cols []string
+		for crows.Next() {
+			var c sql.NullString
+			if crows.Scan(&c) == nil {
+				cols = append(cols, c.String)
+			}
+		}
+		crows.Close()
+		sort.Strings(cols)
+		key := x.table + "(" + strings.Join(cols, ",") + ")"
+		name := x.name
+		if x.origin != "c" { // autoindex of a table constraint: keep the table name
+			name = key
+			if x.origin == "pk" {
+				name = x.table + "_pkey"
+			}
+		}
+		// The partial index on (workspace_id, external_id) is the only one on
+		// those columns; a named CREATE UNIQUE INDEX wins over autoindexes.
+		if _, exists := out[key]; !exists || x.origin == "c" {
+			out[key] = name
+		}
+	}
+	return out
+}
+
+func (d *Driver) Ping(ctx context.Context) error {
+	var one int
+	return d.reader.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+}
+
+func (d *Driver) provider() (*goose.Provider, error) {
+	sub, err := fs.Sub(migrations.SQLite, "sqlite")
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(goose.DialectSQLite3, d.writer, sub)
+}
+
+// Migrate applies pending migrations; re-running is a no-op.
+func (d *Driver) Migrate(ctx context.Context) error {
+	p, err := d.provider()
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	d.mu.Lock()
+	d.uniqueIndexes = nil
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Driver) Migrated(ctx context.Context) (bool, error) {
+	p, err := d.provider()
+	if err != nil {
+		return false, err
+	}
+	pending, err := p.HasPending(ctx)
+	return !pending && err == nil, err
+}
+
+// Notify wakes in-process subscribers: an SQLite database has one gateway.
+func (d *Driver) Notify(_ context.Context, channel string) error {
+	d.mu.Lock()
+	fns := append([]func(){}, d.subscribers[channel]...)
+	d.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+	return nil
+}
+
+func (d *Driver) Subscribe(channel string, fn func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.subscribers[channel] = append(d.subscribers[channel], fn)
+}
+
+func (d *Driver) Close() {
+	d.reader.Close()
+	d.writer.Close()
+}
+
+// Placeholders: $N → ?N (SQLite's numbered parameters).
+var rebindCache sync.Map
+
+func rebind(q string) string {
+	if v, ok := rebindCache.Load(q); ok {
+		return v.(string)
+	}
+	out := strings.ReplaceAll(q, "$", "?")
+	rebindCache.Store(q, out)
+	return out
+}
+
+// Times travel as unix microseconds.
+func convertArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case time.Time:
+			out[i] = v.UnixMicro()
+		case *time.Time:
+			if v == nil {
+				out[i] = nil
+			} else {
+				out[i] = v.UnixMicro()
+			}
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
+type timeDest struct {
+	t  *time.Time
+	pt **time.Time
+	n  sql.NullInt64
+}
+
+func convertDests(dest []any) ([]any, []*timeDest) {
+	var fix []*timeDest
+	out := make([]any, len(dest))
+	for i, d := range dest {
+		switch v := d.(type) {
+		case *time.Time:
+			td := &timeDest{t: v}
+			fix = append(fix, td)
+			out[i] = &td.n
+		case **time.Time:
+			td := &timeDest{pt: v}
+			fix = append(fix, td)
+			out[i] = &td.n
+		default:
+			out[i] = d
+		}
+	}
+	return out, fix
+}
+
+func applyTimes(fix []*timeDest) {
+	for _, f := range fix {
+		switch {
+		case f.t != nil:
+			if f.n.Valid {
+				*f.t = time.UnixMicro(f.n.Int64).UTC()
+			} else {
+				*f.t = time.Time{}
+			}
+		case f.pt != nil:
+			if f.n.Valid {
+				t := time.UnixMicro(f.n.Int64).UTC()
+				*f.pt = &t
+			} else {
+				*f.pt = nil
+			}
+		}
+	}
+}
+
+type sqlExecutor interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func execOn(ctx context.Context, ex sqlExecutor, q string, args ...any) (int64, error) {
+	res, err := ex.ExecContext(ctx, rebind(q), convertArgs(args)...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func queryOn(ctx context.Context, ex sqlExecutor, q string, args ...any) (sqlstore.Rows, error) {
+	r, err := ex.QueryContext(ctx, rebind(q), convertArgs(args)...)
+	if err != nil {
+		return nil, err
+	}
+	return &rows{r: r}, nil
+}
+
+func queryRowOn(ctx context.Context, ex sqlExecutor, q string, args ...any) sqlstore.Row {
+	return row{ex.QueryRowContext(ctx, rebind(q), convertArgs(args)...)}
+}
+
+type row struct{ r *sql.Row }
+
+func (r row) Scan(dest ...any) error {
+	conv, fix := convertDests(dest)
+	err := r.r.Scan(conv...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
+	if err == nil {
+		applyTimes(fix)
+	}
+	return err
+}
+
+type rows struct {
+	r   *sql.Rows
+	err error
+}
+
+func (r *rows) Next() bool { return r.r.Next() }
+func (r *rows) Scan(dest ...any) error {
+	conv, fix := convertDests(dest)
+	if err := r.r.Scan(conv...); err != nil {
+		return err
+	}
+	applyTimes(fix)
+	return nil
+}
+func (r *rows) Err() error { return r.r.Err() }
+func (r *rows) Close()     { r.r.Close() }
+
+type sqliteTx struct{ tx *sql.Tx }
+
+func (t *sqliteTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	return execOn(ctx, t.tx, q, args...)
+}
+func (t *sqliteTx) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	return queryOn(ctx, t.tx, q, args...)
+}
+func (t *sqliteTx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return queryRowOn(ctx, t.tx, q, args...)
+}
+func (t *sqliteTx) Commit(context.Context) error   { return t.tx.Commit() }
+func (t *sqliteTx) Rollback(context.Context) error { return t.tx.Rollback() }

@@ -1,0 +1,219 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// InsertDeliveries is the group commit of the inbox: every input in one
+// transaction, so one fsync acknowledges the whole batch.
+func (q queries) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]store.InsertedDelivery, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	out := make([]store.InsertedDelivery, len(ds))
+	err := q.write(ctx, func(q queries) error {
+		for i, d := range ds {
+			if d.ID == "" {
+				d.ID = uuid.NewString()
+			}
+			var id string
+			err := q.ex.QueryRow(ctx, `INSERT INTO deliveries (id, connection_id, provider, event, delivery_key, headers, body,
+				status, attempts, next_attempt_at, received_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', 0, $8, $8)
+				ON CONFLICT (connection_id, delivery_key) DO NOTHING RETURNING id`,
+				d.ID, d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.Headers, d.Body, d.ReceivedAt).Scan(&id)
+			switch {
+			case err == nil:
+				out[i] = store.InsertedDelivery{ID: id}
+			case err == ErrNoRows:
+				if err := q.ex.QueryRow(ctx, `SELECT id FROM deliveries WHERE connection_id = $1 AND delivery_key = $2`,
+					d.ConnectionID, d.DeliveryKey).Scan(&id); err != nil {
+					return q.wrap("find duplicate delivery", err)
+				}
+				out[i] = store.InsertedDelivery{ID: id, Duplicate: true}
+			default:
+				return q.wrap("insert delivery", err)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+const deliverySummaryColumns = `id, connection_id, provider, event, delivery_key, status, attempts, last_error,
+	next_attempt_at, lease_owner, lease_expires_at, entity_key, received_at, processed_at,
+	outcome_task_id, outcome_external_id, outcome_action, outcome_result`
+
+func scanDelivery(r Row, withContent bool) (store.Delivery, error) {
+	var d store.Delivery
+	var lastErr, owner, entity, taskID, extID, action, result sql.NullString
+	dest := []any{&d.ID, &d.ConnectionID, &d.Provider, &d.Event, &d.DeliveryKey, &d.Status, &d.Attempts, &lastErr,
+		&d.NextAttemptAt, &owner, &d.LeaseExpiresAt, &entity, &d.ReceivedAt, &d.ProcessedAt,
+		&taskID, &extID, &action, &result}
+	if withContent {
+		dest = append(dest, &d.Headers, &d.Body)
+	}
+	err := r.Scan(dest...)
+	d.LastError, d.LeaseOwner, d.EntityKey = lastErr.String, owner.String, entity.String
+	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = taskID.String, extID.String, action.String, result.String
+	return d, err
+}
+
+func (q queries) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	if _, err := uuid.Parse(id); err != nil {
+		return store.Delivery{}, fmt.Errorf("get delivery: %w", store.ErrNotFound)
+	}
+	d, err := scanDelivery(q.ex.QueryRow(ctx, `SELECT `+deliverySummaryColumns+`, headers, body FROM deliveries WHERE id = $1`, id), true)
+	return d, q.wrap("get delivery", err)
+}
+
+func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Status != "" {
+		where = append(where, "status = "+arg(f.Status))
+	}
+	if f.ConnectionID != "" {
+		where = append(where, "connection_id = "+arg(f.ConnectionID))
+	}
+	if f.BeforeID != "" {
+		t, id := arg(f.BeforeReceivedAt), arg(f.BeforeID)
+		where = append(where, fmt.Sprintf("(received_at < %s OR (received_at = %s AND id < %s))", t, t, id))
+	}
+	query := `SELECT ` + deliverySummaryColumns + ` FROM deliveries`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY received_at DESC, id DESC LIMIT ` + arg(f.Limit)
+	rows, err := q.ex.Query(ctx, query, args...)
+	if err != nil {
+		return nil, q.wrap("list deliveries", err)
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows, false)
+		if err != nil {
+			return nil, q.wrap("scan delivery", err)
+		}
+		out = append(out, d)
+	}
+	return out, q.wrap("list deliveries", rows.Err())
+}
+
+// ClaimDeliveries: a processing row's next_attempt_at is its lease expiry, so
+// one predicate finds due, retrying and abandoned deliveries alike.
+func (q queries) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]store.Delivery, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var out []store.Delivery
+	err := q.write(ctx, func(q queries) error {
+		rows, err := q.ex.Query(ctx, `SELECT id FROM deliveries d
+			WHERE d.status IN ('queued', 'retrying', 'processing') AND d.next_attempt_at <= $1
+			  AND NOT EXISTS (SELECT 1 FROM entity_leases l WHERE l.entity_key = d.entity_key
+			                  AND l.expires_at > $1 AND l.delivery_id <> d.id)
+			ORDER BY d.next_attempt_at, d.received_at LIMIT $2`+q.d.SkipLocked(), now, limit)
+		if err != nil {
+			return q.wrap("select due deliveries", err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return q.wrap("scan due delivery", err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return q.wrap("select due deliveries", err)
+		}
+		expires := now.Add(lease)
+		for _, id := range ids {
+			d, err := scanDelivery(q.ex.QueryRow(ctx, `UPDATE deliveries SET status = 'processing', attempts = attempts + 1,
+				lease_owner = $2, lease_expires_at = $3, next_attempt_at = $3 WHERE id = $1
+				RETURNING `+deliverySummaryColumns+`, headers, body`, id, owner, expires), true)
+			if err != nil {
+				return q.wrap("claim delivery", err)
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (q queries) AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	n, err := q.ex.Exec(ctx, `INSERT INTO entity_leases (entity_key, owner, delivery_id, expires_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (entity_key) DO UPDATE SET owner = excluded.owner, delivery_id = excluded.delivery_id, expires_at = excluded.expires_at
+		WHERE entity_leases.expires_at <= $5 OR (entity_leases.owner = excluded.owner AND entity_leases.delivery_id = excluded.delivery_id)`,
+		entityKey, owner, deliveryID, expires, now)
+	return n == 1, q.wrap("acquire entity lease", err)
+}
+
+func (q queries) ReleaseEntityLease(ctx context.Context, entityKey, owner string) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	_, err := q.ex.Exec(ctx, `DELETE FROM entity_leases WHERE entity_key = $1 AND owner = $2`, entityKey, owner)
+	return q.wrap("release entity lease", err)
+}
+
+func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner string) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	n, err := q.ex.Exec(ctx, `UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
+		lease_owner = NULL, lease_expires_at = NULL, entity_key = $7, processed_at = $8, event = $9,
+		outcome_task_id = $10, outcome_external_id = $11, outcome_action = $12, outcome_result = $13
+		WHERE id = $1 AND lease_owner = $2 AND status = 'processing'`,
+		d.ID, owner, d.Status, d.Attempts, nullString(d.LastError), d.NextAttemptAt, nullString(d.EntityKey), d.ProcessedAt, d.Event,
+		nullString(d.OutcomeTaskID), nullString(d.OutcomeExternalID), nullString(d.OutcomeAction), nullString(d.OutcomeResult))
+	if err != nil {
+		return q.wrap("finish delivery", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("finish delivery: lease lost: %w", store.ErrNotFound)
+	}
+	return nil
+}
+
+func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	if _, err := uuid.Parse(id); err != nil {
+		return store.Delivery{}, fmt.Errorf("requeue delivery: %w", store.ErrNotFound)
+	}
+	d, err := scanDelivery(q.ex.QueryRow(ctx, `UPDATE deliveries SET status = 'queued', attempts = 0, last_error = NULL,
+		next_attempt_at = $2, lease_owner = NULL, lease_expires_at = NULL, processed_at = NULL,
+		outcome_task_id = NULL, outcome_external_id = NULL, outcome_action = NULL, outcome_result = NULL
+		WHERE id = $1 RETURNING `+deliverySummaryColumns, id, now), false)
+	return d, q.wrap("requeue delivery", err)
+}
+
+func (q queries) NextDeliveryDue(ctx context.Context) (time.Time, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var t *time.Time
+	err := q.ex.QueryRow(ctx, `SELECT MIN(next_attempt_at) FROM deliveries WHERE status IN ('queued', 'retrying', 'processing')`).Scan(&t)
+	if err != nil || t == nil {
+		return time.Time{}, q.wrap("next delivery due", err)
+	}
+	return *t, nil
+}

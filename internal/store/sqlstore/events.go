@@ -1,0 +1,78 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+func (q queries) AppendTaskEvent(ctx context.Context, e store.TaskEvent) (int64, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var id int64
+	err := q.write(ctx, func(q queries) error {
+		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
+			return q.wrap("lock outbox", err)
+		}
+		err := q.ex.QueryRow(ctx, `INSERT INTO task_events (workspace_id, task_id, revision, type, payload, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+			e.WorkspaceID, e.TaskID, e.Revision, e.Type, e.Payload, e.CreatedAt).Scan(&id)
+		return q.wrap("append task event", err)
+	})
+	return id, err
+}
+
+const eventColumns = `id, workspace_id, task_id, revision, type, payload, created_at`
+
+func (q queries) ReadTaskEvents(ctx context.Context, afterID int64, limit int) ([]store.TaskEvent, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	rows, err := q.ex.Query(ctx, `SELECT `+eventColumns+` FROM task_events WHERE id > $1 ORDER BY id LIMIT $2`, afterID, limit)
+	if err != nil {
+		return nil, q.wrap("read task events", err)
+	}
+	defer rows.Close()
+	var out []store.TaskEvent
+	for rows.Next() {
+		var e store.TaskEvent
+		if err := rows.Scan(&e.ID, &e.WorkspaceID, &e.TaskID, &e.Revision, &e.Type, &e.Payload, &e.CreatedAt); err != nil {
+			return nil, q.wrap("scan task event", err)
+		}
+		out = append(out, e)
+	}
+	return out, q.wrap("read task events", rows.Err())
+}
+
+func (q queries) GetTaskEvent(ctx context.Context, id int64) (store.TaskEvent, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var e store.TaskEvent
+	err := q.ex.QueryRow(ctx, `SELECT `+eventColumns+` FROM task_events WHERE id = $1`, id).
+		Scan(&e.ID, &e.WorkspaceID, &e.TaskID, &e.Revision, &e.Type, &e.Payload, &e.CreatedAt)
+	return e, q.wrap("get task event", err)
+}
+
+func (q queries) GetOutboxCursor(ctx context.Context, consumer string) (int64, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var id int64
+	err := q.ex.QueryRow(ctx, `SELECT last_event_id FROM outbox_cursors WHERE consumer = $1`, consumer).Scan(&id)
+	if err != nil {
+		if err == ErrNoRows {
+			return 0, nil
+		}
+		return 0, q.wrap("get outbox cursor", err)
+	}
+	return id, nil
+}
+
+// SaveOutboxCursor only moves the cursor forward.
+func (q queries) SaveOutboxCursor(ctx context.Context, consumer string, lastEventID int64, at time.Time) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	_, err := q.ex.Exec(ctx, `INSERT INTO outbox_cursors (consumer, last_event_id, updated_at) VALUES ($1, $2, $3)
+		ON CONFLICT (consumer) DO UPDATE SET last_event_id = excluded.last_event_id, updated_at = excluded.updated_at
+		WHERE outbox_cursors.last_event_id < excluded.last_event_id`, consumer, lastEventID, at)
+	return q.wrap("save outbox cursor", err)
+}

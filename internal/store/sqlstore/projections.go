@@ -1,0 +1,107 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+func projectionTable(provider string) (string, error) {
+	switch provider {
+	case "github":
+		return "github_task_prs", nil
+	case "gitlab":
+		return "gitlab_task_mrs", nil
+	}
+	return "", fmt.Errorf("projection for provider %q: %w", provider, store.ErrNotFound)
+}
+
+const projectionColumns = `task_id, connection_id, provider_id, repository, number, url, title, state, draft, merged,
+	merged_at, head_branch, base_branch, head_sha, author, provider_updated_at, last_synced_at,
+	sync_attempts, next_sync_at, sync_error`
+
+func (q queries) UpsertProjection(ctx context.Context, p store.Projection) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	table, err := projectionTable(p.Provider)
+	if err != nil {
+		return err
+	}
+	_, err = q.ex.Exec(ctx, `INSERT INTO `+table+` (`+projectionColumns+`) VALUES
+		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+		ON CONFLICT (task_id, connection_id, provider_id) DO UPDATE SET repository = excluded.repository,
+			number = excluded.number, url = excluded.url, title = excluded.title, state = excluded.state,
+			draft = excluded.draft, merged = excluded.merged, merged_at = excluded.merged_at,
+			head_branch = excluded.head_branch, base_branch = excluded.base_branch, head_sha = excluded.head_sha,
+			author = excluded.author, provider_updated_at = excluded.provider_updated_at,
+			last_synced_at = COALESCE(excluded.last_synced_at, `+table+`.last_synced_at),
+			sync_attempts = excluded.sync_attempts, next_sync_at = excluded.next_sync_at, sync_error = excluded.sync_error
+		WHERE `+table+`.provider_updated_at IS NULL OR excluded.provider_updated_at IS NULL
+		   OR excluded.provider_updated_at >= `+table+`.provider_updated_at`,
+		p.TaskID, p.ConnectionID, p.ProviderID, p.Repository, p.Number, p.URL, p.Title, p.State, p.Draft, p.Merged,
+		p.MergedAt, p.HeadBranch, p.BaseBranch, p.HeadSHA, p.Author, p.ProviderUpdatedAt, p.LastSyncedAt,
+		p.SyncAttempts, p.NextSyncAt, nullString(p.SyncError))
+	return q.wrap("upsert projection", err)
+}
+
+func scanProjection(r Row, provider string) (store.Projection, error) {
+	p := store.Projection{Provider: provider}
+	var syncErr sql.NullString
+	err := r.Scan(&p.TaskID, &p.ConnectionID, &p.ProviderID, &p.Repository, &p.Number, &p.URL, &p.Title, &p.State,
+		&p.Draft, &p.Merged, &p.MergedAt, &p.HeadBranch, &p.BaseBranch, &p.HeadSHA, &p.Author,
+		&p.ProviderUpdatedAt, &p.LastSyncedAt, &p.SyncAttempts, &p.NextSyncAt, &syncErr)
+	p.SyncError = syncErr.String
+	return p, err
+}
+
+func (q queries) listProjections(ctx context.Context, where string, args ...any) ([]store.Projection, error) {
+	var out []store.Projection
+	for _, provider := range []string{"github", "gitlab"} {
+		table, _ := projectionTable(provider)
+		rows, err := q.ex.Query(ctx, `SELECT `+projectionColumns+` FROM `+table+` WHERE `+where, args...)
+		if err != nil {
+			return nil, q.wrap("list projections", err)
+		}
+		for rows.Next() {
+			p, err := scanProjection(rows, provider)
+			if err != nil {
+				rows.Close()
+				return nil, q.wrap("scan projection", err)
+			}
+			out = append(out, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, q.wrap("list projections", err)
+		}
+	}
+	return out, nil
+}
+
+func (q queries) ListProjectionsForTask(ctx context.Context, taskID string) ([]store.Projection, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return q.listProjections(ctx, `task_id = $1 ORDER BY repository, number`, taskID)
+}
+
+func (q queries) ListProjectionsDue(ctx context.Context, now time.Time, limit int) ([]store.Projection, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return q.listProjections(ctx, `next_sync_at IS NOT NULL AND next_sync_at <= $1 ORDER BY next_sync_at LIMIT $2`, now, limit)
+}
+
+func (q queries) UpdateProjectionSync(ctx context.Context, p store.Projection) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	table, err := projectionTable(p.Provider)
+	if err != nil {
+		return err
+	}
+	_, err = q.ex.Exec(ctx, `UPDATE `+table+` SET sync_attempts = $4, next_sync_at = $5, sync_error = $6, last_synced_at = $7
+		WHERE task_id = $1 AND connection_id = $2 AND provider_id = $3`,
+		p.TaskID, p.ConnectionID, p.ProviderID, p.SyncAttempts, p.NextSyncAt, nullString(p.SyncError), p.LastSyncedAt)
+	return q.wrap("update projection sync", err)
+}

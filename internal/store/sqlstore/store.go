@@ -1,0 +1,174 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// QueryTimeout bounds every statement (and every transaction) whose context
+// carries no earlier deadline.
+const QueryTimeout = 30 * time.Second
+
+// Store implements store.Store over a Driver.
+type Store struct {
+	queries
+	driver Driver
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{}
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New wraps a driver.
+func New(d Driver) *Store {
+	return &Store{queries: queries{ex: d, d: d}, driver: d, waiters: map[string]chan struct{}{}}
+}
+
+// Driver returns the underlying driver (tests, benchmarks).
+func (s *Store) Driver() Driver { return s.driver }
+
+func (s *Store) Dialect() string                    { return s.driver.Dialect() }
+func (s *Store) Migrate(ctx context.Context) error  { return s.driver.Migrate(ctx) }
+func (s *Store) Close()                             { s.driver.Close() }
+func (s *Store) Notify(ctx context.Context, ch string) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return s.driver.Notify(ctx, ch)
+}
+
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	if err := s.driver.Ping(ctx); err != nil {
+		return fmt.Errorf("ping: %w", s.classify(err))
+	}
+	return nil
+}
+
+func (s *Store) Migrated(ctx context.Context) (bool, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	ok, err := s.driver.Migrated(ctx)
+	if err != nil {
+		return false, fmt.Errorf("migration status: %w", s.classify(err))
+	}
+	return ok, nil
+}
+
+// InTx runs fn in one transaction; a panic or error rolls it back.
+func (s *Store) InTx(ctx context.Context, fn func(tx store.Queries) error) (err error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	tx, err := s.driver.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", s.classify(err))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err = fn(queries{ex: tx, d: s.driver, inTx: true}); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", s.classify(err))
+	}
+	return nil
+}
+
+// WaitForNotification waits for the next Notify on channel from any process
+// sharing the database (PostgreSQL) or this one (SQLite).
+func (s *Store) WaitForNotification(ctx context.Context, channel string) error {
+	s.mu.Lock()
+	ch, ok := s.waiters[channel]
+	if !ok {
+		ch = make(chan struct{})
+		s.waiters[channel] = ch
+		s.driver.Subscribe(channel, func() { s.broadcast(channel) })
+	}
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) broadcast(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.waiters[channel]; ok {
+		close(ch)
+		s.waiters[channel] = make(chan struct{})
+	}
+}
+
+// queries implements store.Queries on an Executor: the pool, or a transaction.
+type queries struct {
+	ex   Executor
+	d    Driver
+	inTx bool
+}
+
+func withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, QueryTimeout)
+}
+
+func (q queries) classify(err error) error {
+	if errors.Is(err, ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return q.d.Classify(err)
+}
+
+func (s *Store) classify(err error) error { return s.queries.classify(err) }
+
+// wrap adds context to a classified error.
+func (q queries) wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, q.classify(err))
+}
+
+// write runs fn in a transaction unless q already is one, so that multi-
+// statement writes are atomic whichever way they are called.
+func (q queries) write(ctx context.Context, fn func(queries) error) error {
+	if q.inTx {
+		return fn(q)
+	}
+	tx, err := q.d.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", q.classify(err))
+	}
+	if err := fn(queries{ex: tx, d: q.d, inTx: true}); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", q.classify(err))
+	}
+	return nil
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

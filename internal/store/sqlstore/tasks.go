@@ -1,0 +1,200 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+const taskColumns = `id, workspace_id, identifier, title, description, workflow_step_id, labels,
+	archived_at, source_provider, source_kind, source_ref, source_url, source_updated_at,
+	owner_connection, external_id, external_id_settled_at, creation_state, creation_operation_id,
+	revision, created_at, updated_at`
+
+func scanTask(r Row) (store.Task, error) {
+	var t store.Task
+	var labels string
+	var sp, sk, sr, su, owner, ext, opID sql.NullString
+	err := r.Scan(&t.ID, &t.WorkspaceID, &t.Identifier, &t.Title, &t.Description, &t.WorkflowStepID, &labels,
+		&t.ArchivedAt, &sp, &sk, &sr, &su, &t.SourceUpdatedAt,
+		&owner, &ext, &t.ExternalIDSettledAt, &t.CreationState, &opID,
+		&t.Revision, &t.CreatedAt, &t.UpdatedAt)
+	if err != nil {
+		return t, err
+	}
+	if err := json.Unmarshal([]byte(labels), &t.Labels); err != nil {
+		return t, fmt.Errorf("decode labels: %w", err)
+	}
+	if sp.Valid {
+		t.Source = &store.Source{Provider: sp.String, Kind: sk.String, Ref: sr.String, URL: su.String}
+	}
+	t.OwnerConnection = owner.String
+	t.ExternalID = ext.String
+	t.CreationOperationID = opID.String
+	t.CreatedAt = t.CreatedAt.UTC()
+	t.UpdatedAt = t.UpdatedAt.UTC()
+	return t, nil
+}
+
+func labelsJSON(labels []string) string {
+	if labels == nil {
+		labels = []string{}
+	}
+	b, _ := json.Marshal(labels)
+	return string(b)
+}
+
+func sourceArgs(s *store.Source) (any, any, any, any) {
+	if s == nil {
+		return nil, nil, nil, nil
+	}
+	return s.Provider, s.Kind, s.Ref, s.URL
+}
+
+func (q queries) InsertTask(ctx context.Context, t store.Task) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	sp, sk, sr, su := sourceArgs(t.Source)
+	_, err := q.ex.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES
+		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+		t.ID, t.WorkspaceID, t.Identifier, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
+		t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt,
+		nullString(t.OwnerConnection), nullString(t.ExternalID), t.ExternalIDSettledAt, t.CreationState, nullString(t.CreationOperationID),
+		t.Revision, t.CreatedAt, t.UpdatedAt)
+	return q.wrap("insert task", err)
+}
+
+func (q queries) getTask(ctx context.Context, what, where string, args ...any) (store.Task, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	t, err := scanTask(q.ex.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE `+where, args...))
+	return t, q.wrap(what, err)
+}
+
+func (q queries) GetTask(ctx context.Context, id string) (store.Task, error) {
+	return q.getTask(ctx, "get task", `id = $1`, id)
+}
+
+func (q queries) LockTask(ctx context.Context, id string) (store.Task, error) {
+	return q.getTask(ctx, "lock task", `id = $1`+q.d.ForUpdate(), id)
+}
+
+// LookupTaskByExternalID is the single indexed read of the Found path.
+func (q queries) LookupTaskByExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error) {
+	return q.getTask(ctx, "lookup task by external id",
+		`workspace_id = $1 AND external_id = $2`, workspaceID, externalID)
+}
+
+func (q queries) FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (store.Task, error) {
+	return q.getTask(ctx, "find task by source ref",
+		`workspace_id = $1 AND source_provider = $2 AND source_ref = $3 AND creation_state = 'complete'
+		 ORDER BY created_at LIMIT 1`, workspaceID, provider, ref)
+}
+
+func (q queries) ListTasks(ctx context.Context, p store.TaskPage) ([]store.Task, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	query := `SELECT ` + taskColumns + ` FROM tasks WHERE workspace_id = $1 AND creation_state = 'complete'`
+	args := []any{p.WorkspaceID}
+	if !p.IncludeArchived {
+		query += ` AND archived_at IS NULL`
+	}
+	if p.AfterID != "" {
+		query += ` AND (created_at > $2 OR (created_at = $2 AND id > $3))`
+		args = append(args, p.AfterCreatedAt, p.AfterID)
+	}
+	query += fmt.Sprintf(` ORDER BY created_at, id LIMIT %d`, p.Limit)
+	rows, err := q.ex.Query(ctx, query, args...)
+	if err != nil {
+		return nil, q.wrap("list tasks", err)
+	}
+	defer rows.Close()
+	var out []store.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, q.wrap("scan task", err)
+		}
+		out = append(out, t)
+	}
+	return out, q.wrap("list tasks", rows.Err())
+}
+
+func (q queries) CountActiveTasksInStep(ctx context.Context, workspaceID, stepID string) (int, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var n int
+	err := q.ex.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE workspace_id = $1 AND workflow_step_id = $2 AND archived_at IS NULL`,
+		workspaceID, stepID).Scan(&n)
+	return n, q.wrap("count tasks in step", err)
+}
+
+func (q queries) UpdateTask(ctx context.Context, t store.Task) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	sp, sk, sr, su := sourceArgs(t.Source)
+	n, err := q.ex.Exec(ctx, `UPDATE tasks SET title = $2, description = $3, workflow_step_id = $4, labels = $5,
+		archived_at = $6, source_provider = $7, source_kind = $8, source_ref = $9, source_url = $10,
+		source_updated_at = $11, revision = $12, updated_at = $13 WHERE id = $1`,
+		t.ID, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
+		t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt, t.Revision, t.UpdatedAt)
+	if err != nil {
+		return q.wrap("update task", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("update task: %w", store.ErrNotFound)
+	}
+	return nil
+}
+
+func (q queries) DeleteTask(ctx context.Context, id string) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	n, err := q.ex.Exec(ctx, `DELETE FROM tasks WHERE id = $1`, id)
+	if err != nil {
+		return q.wrap("delete task", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("delete task: %w", store.ErrNotFound)
+	}
+	return nil
+}
+
+func (q queries) ReleaseExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var id string
+	err := q.ex.QueryRow(ctx, `UPDATE tasks SET external_id = NULL, external_id_settled_at = NULL
+		WHERE workspace_id = $1 AND external_id = $2 RETURNING id`, workspaceID, externalID).Scan(&id)
+	if err != nil {
+		return store.Task{}, q.wrap("release external id", err)
+	}
+	return q.GetTask(ctx, id)
+}
+
+// SettleExternalID: the predicate includes external_id so a released row is
+// never stamped (specs/external-id-idempotency.md, Settlement).
+func (q queries) SettleExternalID(ctx context.Context, taskID, externalID string, at time.Time) (int64, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	n, err := q.ex.Exec(ctx, `UPDATE tasks SET external_id_settled_at = $1
+		WHERE id = $2 AND external_id = $3 AND external_id_settled_at IS NULL`, at, taskID, externalID)
+	return n, q.wrap("settle external id", err)
+}
+
+func (q queries) SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	n, err := q.ex.Exec(ctx, `UPDATE tasks SET creation_state = $2, updated_at = $3 WHERE id = $1`, taskID, state, at)
+	if err != nil {
+		return q.wrap("set creation state", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("set creation state: %w", store.ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+func (q queries) UpsertWorkspace(ctx context.Context, ws store.Workspace) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return q.write(ctx, func(q queries) error {
+		_, err := q.ex.Exec(ctx, `INSERT INTO workspaces (id, name, task_prefix, task_sequence, created_at)
+			VALUES ($1, $2, $3, 0, $4)
+			ON CONFLICT (id) DO UPDATE SET name = excluded.name`, ws.ID, ws.Name, ws.TaskPrefix, ws.CreatedAt)
+		if err != nil {
+			return q.wrap("upsert workspace", err)
+		}
+		return q.upsertSteps(ctx, ws)
+	})
+}
+
+func (q queries) CreateWorkspace(ctx context.Context, ws store.Workspace) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return q.write(ctx, func(q queries) error {
+		_, err := q.ex.Exec(ctx, `INSERT INTO workspaces (id, name, task_prefix, task_sequence, created_at)
+			VALUES ($1, $2, $3, 0, $4)`, ws.ID, ws.Name, ws.TaskPrefix, ws.CreatedAt)
+		if err != nil {
+			return q.wrap("create workspace", err)
+		}
+		return q.upsertSteps(ctx, ws)
+	})
+}
+
+// upsertSteps writes the configured steps; steps no longer configured stay
+// (tasks may still reference them).
+func (q queries) upsertSteps(ctx context.Context, ws store.Workspace) error {
+	for i, st := range ws.Steps {
+		var wip any
+		if st.WIPLimit != nil {
+			wip = *st.WIPLimit
+		}
+		_, err := q.ex.Exec(ctx, `INSERT INTO workflow_steps (workspace_id, id, name, position, wip_limit)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (workspace_id, id) DO UPDATE SET name = excluded.name,
+				position = excluded.position, wip_limit = excluded.wip_limit`,
+			ws.ID, st.ID, st.Name, i, wip)
+		if err != nil {
+			return q.wrap("upsert workflow step", err)
+		}
+	}
+	return nil
+}
+
+const workspaceColumns = `id, name, task_prefix, task_sequence, created_at`
+
+func scanWorkspace(r Row) (store.Workspace, error) {
+	var ws store.Workspace
+	err := r.Scan(&ws.ID, &ws.Name, &ws.TaskPrefix, &ws.TaskSequence, &ws.CreatedAt)
+	return ws, err
+}
+
+func (q queries) GetWorkspace(ctx context.Context, id string) (store.Workspace, error) {
+	return q.getWorkspace(ctx, id, "")
+}
+
+func (q queries) LockWorkspace(ctx context.Context, id string) (store.Workspace, error) {
+	return q.getWorkspace(ctx, id, q.d.ForUpdate())
+}
+
+func (q queries) getWorkspace(ctx context.Context, id, lock string) (store.Workspace, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	ws, err := scanWorkspace(q.ex.QueryRow(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = $1`+lock, id))
+	if err != nil {
+		return ws, q.wrap("get workspace", err)
+	}
+	steps, err := q.listSteps(ctx, []string{id})
+	if err != nil {
+		return ws, err
+	}
+	ws.Steps = steps[id]
+	return ws, nil
+}
+
+func (q queries) ListWorkspaces(ctx context.Context) ([]store.Workspace, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	rows, err := q.ex.Query(ctx, `SELECT `+workspaceColumns+` FROM workspaces ORDER BY id`)
+	if err != nil {
+		return nil, q.wrap("list workspaces", err)
+	}
+	var out []store.Workspace
+	var ids []string
+	for rows.Next() {
+		ws, err := scanWorkspace(rows)
+		if err != nil {
+			rows.Close()
+			return nil, q.wrap("scan workspace", err)
+		}
+		out = append(out, ws)
+		ids = append(ids, ws.ID)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, q.wrap("list workspaces", err)
+	}
+	steps, err := q.listSteps(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Steps = steps[out[i].ID]
+	}
+	return out, nil
+}
+
+// listSteps returns steps by workspace; all workspaces when ids is nil.
+func (q queries) listSteps(ctx context.Context, ids []string) (map[string][]store.Step, error) {
+	query := `SELECT workspace_id, id, name, position, wip_limit FROM workflow_steps`
+	var args []any
+	if len(ids) == 1 {
+		query += ` WHERE workspace_id = $1`
+		args = append(args, ids[0])
+	}
+	rows, err := q.ex.Query(ctx, query+` ORDER BY workspace_id, position, id`, args...)
+	if err != nil {
+		return nil, q.wrap("list steps", err)
+	}
+	defer rows.Close()
+	out := map[string][]store.Step{}
+	for rows.Next() {
+		var st store.Step
+		var wip sql.NullInt64
+		if err := rows.Scan(&st.WorkspaceID, &st.ID, &st.Name, &st.Position, &wip); err != nil {
+			return nil, q.wrap("scan step", err)
+		}
+		if wip.Valid {
+			n := int(wip.Int64)
+			st.WIPLimit = &n
+		}
+		out[st.WorkspaceID] = append(out[st.WorkspaceID], st)
+	}
+	return out, q.wrap("list steps", rows.Err())
+}
+
+func (q queries) NextTaskSequence(ctx context.Context, workspaceID string) (int64, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var n int64
+	err := q.ex.QueryRow(ctx, `UPDATE workspaces SET task_sequence = task_sequence + 1 WHERE id = $1 RETURNING task_sequence`, workspaceID).Scan(&n)
+	return n, q.wrap("next task sequence", err)
+}
+
+func (q queries) UpsertToken(ctx context.Context, tok store.Token) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return q.write(ctx, func(q queries) error {
+		var id string
+		err := q.ex.QueryRow(ctx, `INSERT INTO api_tokens (id, name, token_sha256, admin, created_at)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (name) DO UPDATE SET token_sha256 = excluded.token_sha256, admin = excluded.admin
+			RETURNING id`, tok.ID, tok.Name, tok.TokenSHA256, tok.Admin, tok.CreatedAt).Scan(&id)
+		if err != nil {
+			return q.wrap("upsert token", err)
+		}
+		if _, err := q.ex.Exec(ctx, `DELETE FROM api_token_workspaces WHERE token_id = $1`, id); err != nil {
+			return q.wrap("reset token workspaces", err)
+		}
+		for _, ws := range tok.Workspaces {
+			if _, err := q.ex.Exec(ctx, `INSERT INTO api_token_workspaces (token_id, workspace_id) VALUES ($1, $2)`, id, ws); err != nil {
+				return q.wrap("grant token workspace", err)
+			}
+		}
+		return nil
+	})
+}
+
+func (q queries) GetTokenBySHA256(ctx context.Context, sha string) (store.Token, error) {
+	return q.getToken(ctx, `token_sha256 = $1`, sha)
+}
+
+func (q queries) GetTokenByName(ctx context.Context, name string) (store.Token, error) {
+	return q.getToken(ctx, `name = $1`, name)
+}
+
+func (q queries) getToken(ctx context.Context, where string, arg any) (store.Token, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var tok store.Token
+	err := q.ex.QueryRow(ctx, `SELECT id, name, token_sha256, admin, created_at FROM api_tokens WHERE `+where, arg).
+		Scan(&tok.ID, &tok.Name, &tok.TokenSHA256, &tok.Admin, &tok.CreatedAt)
+	if err != nil {
+		return tok, q.wrap("get token", err)
+	}
+	rows, err := q.ex.Query(ctx, `SELECT workspace_id FROM api_token_workspaces WHERE token_id = $1 ORDER BY workspace_id`, tok.ID)
+	if err != nil {
+		return tok, q.wrap("get token workspaces", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ws string
+		if err := rows.Scan(&ws); err != nil {
+			return tok, q.wrap("scan token workspace", err)
+		}
+		tok.Workspaces = append(tok.Workspaces, ws)
+	}
+	return tok, q.wrap("get token workspaces", rows.Err())
+}
+
+var _ = errors.Is
+var _ = time.Now

@@ -1,0 +1,347 @@
+// Package store is the storage contract of the gateway: one interface with a
+// PostgreSQL and a SQLite implementation (internal/store/sqlstore over the
+// drivers in internal/store/postgres and internal/store/sqlite), proven
+// equivalent by one conformance suite (internal/store/storetest).
+//
+// The contract is deliberately made of small statements; the protocols that
+// combine them (the external-ID create sequence, the creation ledger, the
+// inbox) live in their owning packages and run them inside InTx.
+//
+// Lock order, kept everywhere (DESIGN.md "How the specs apply here"):
+// workspace → creation operation → task → steps and effect rows → outbox.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Drivers translate their native errors into these.
+var (
+	// ErrNotFound: no row matched.
+	ErrNotFound = errors.New("not found")
+	// ErrExternalIDTaken: the insert violated uniq_tasks_external_id, and
+	// only that index (attributed by name).
+	ErrExternalIDTaken = errors.New("external id taken")
+	// ErrConstraint: any other constraint violation. Never treated as Found.
+	ErrConstraint = errors.New("constraint violation")
+	// ErrUnavailable: the database cannot be reached.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// Dialect names.
+const (
+	DialectPostgres = "postgres"
+	DialectSQLite   = "sqlite"
+)
+
+// Store is the storage contract. Every method of Queries runs as its own
+// statement outside a transaction; InTx runs fn in one write transaction
+// (serializable enough for the protocols: PostgreSQL READ COMMITTED with the
+// row locks the Lock* methods take, SQLite BEGIN IMMEDIATE).
+type Store interface {
+	Queries
+	// InTx runs fn in a transaction, committing when fn returns nil.
+	InTx(ctx context.Context, fn func(tx Queries) error) error
+	Dialect() string
+	Ping(ctx context.Context) error
+	// Migrated reports whether every embedded migration is applied.
+	Migrated(ctx context.Context) (bool, error)
+	// WaitForNotification blocks until a delivery notification arrives on
+	// channel (PostgreSQL LISTEN/NOTIFY across replicas; in-process on SQLite)
+	// or ctx ends.
+	WaitForNotification(ctx context.Context, channel string) error
+	Notify(ctx context.Context, channel string) error
+	Close()
+}
+
+// Queries is every statement of the contract.
+type Queries interface {
+	WorkspaceQueries
+	TaskQueries
+	LedgerQueries
+	EventQueries
+	AssociationQueries
+	DeliveryQueries
+	SuppressionQueries
+	ProjectionQueries
+}
+
+// Workspace is a tenant: tasks, steps and tokens belong to one.
+type Workspace struct {
+	ID           string
+	Name         string
+	TaskPrefix   string
+	TaskSequence int64
+	CreatedAt    time.Time
+	Steps        []Step
+}
+
+// Step is a workflow step; WIPLimit nil means unlimited.
+type Step struct {
+	WorkspaceID string
+	ID          string
+	Name        string
+	Position    int
+	WIPLimit    *int
+}
+
+// Token is an API token; only the SHA-256 of the secret is stored.
+type Token struct {
+	ID          string
+	Name        string
+	TokenSHA256 string
+	Admin       bool
+	Workspaces  []string
+	CreatedAt   time.Time
+}
+
+// WorkspaceQueries manages workspaces, steps and tokens.
+type WorkspaceQueries interface {
+	// UpsertWorkspace creates the workspace or updates its name and steps
+	// (config is applied idempotently). The prefix and sequence of an
+	// existing workspace never change.
+	UpsertWorkspace(ctx context.Context, ws Workspace) error
+	// CreateWorkspace inserts a new workspace; ErrConstraint when it exists.
+	CreateWorkspace(ctx context.Context, ws Workspace) error
+	GetWorkspace(ctx context.Context, id string) (Workspace, error)
+	ListWorkspaces(ctx context.Context) ([]Workspace, error)
+	// LockWorkspace takes the workspace row lock (tier 1 of the lock order).
+	LockWorkspace(ctx context.Context, id string) (Workspace, error)
+	// NextTaskSequence increments and returns the workspace's sequence.
+	NextTaskSequence(ctx context.Context, workspaceID string) (int64, error)
+
+	UpsertToken(ctx context.Context, tok Token) error
+	GetTokenBySHA256(ctx context.Context, sha string) (Token, error)
+	GetTokenByName(ctx context.Context, name string) (Token, error)
+}
+
+// Task creation states (tasks.creation_state).
+const (
+	CreationPreparing  = "preparing"
+	CreationCompleting = "completing"
+	CreationComplete   = "complete"
+)
+
+// Source is the provider entity a task mirrors.
+type Source struct {
+	Provider string
+	Kind     string
+	Ref      string
+	URL      string
+}
+
+// Task is a task row.
+type Task struct {
+	ID                  string
+	WorkspaceID         string
+	Identifier          string
+	Title               string
+	Description         string
+	WorkflowStepID      string
+	Labels              []string
+	ArchivedAt          *time.Time
+	Source              *Source
+	SourceUpdatedAt     *time.Time
+	OwnerConnection     string
+	ExternalID          string // "" when none
+	ExternalIDSettledAt *time.Time
+	CreationState       string
+	CreationOperationID string
+	Revision            int64
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// TaskPage is one page of a task list, ordered by (created_at, id).
+type TaskPage struct {
+	WorkspaceID     string
+	IncludeArchived bool
+	// After is the (created_at, id) of the last task of the previous page.
+	AfterCreatedAt time.Time
+	AfterID        string
+	Limit          int
+}
+
+// TaskQueries reads and writes task rows.
+type TaskQueries interface {
+	InsertTask(ctx context.Context, t Task) error
+	GetTask(ctx context.Context, id string) (Task, error)
+	// LockTask reads the task with a row lock (tier "task").
+	LockTask(ctx context.Context, id string) (Task, error)
+	LookupTaskByExternalID(ctx context.Context, workspaceID, externalID string) (Task, error)
+	// FindTaskBySourceRef finds a completed task of a workspace by its source
+	// reference (how pull requests name issues).
+	FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (Task, error)
+	// ListTasks lists completed tasks only; tasks still being created are
+	// never listed.
+	ListTasks(ctx context.Context, page TaskPage) ([]Task, error)
+	CountActiveTasksInStep(ctx context.Context, workspaceID, stepID string) (int, error)
+	// UpdateTask writes the mutable fields and the revision of t.
+	UpdateTask(ctx context.Context, t Task) error
+	DeleteTask(ctx context.Context, id string) error
+	// ReleaseExternalID clears external_id and external_id_settled_at on the
+	// task holding the identity, returning it; ErrNotFound when none does.
+	ReleaseExternalID(ctx context.Context, workspaceID, externalID string) (Task, error)
+	// SettleExternalID is the settlement UPDATE whose predicate includes
+	// external_id; it returns the affected row count.
+	SettleExternalID(ctx context.Context, taskID, externalID string, at time.Time) (int64, error)
+	SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error
+}
+
+// Creation operation states.
+const (
+	OpPreparing        = "preparing"
+	OpPreparingRelease = "preparing-release"
+	OpCompleting       = "completing"
+	OpCompleted        = "completed"
+	OpAborted          = "aborted"
+)
+
+// Operation is a task_creation_operations row.
+type Operation struct {
+	ID                    string
+	WorkspaceID           string
+	TaskID                string
+	State                 string
+	PlanJSON              string
+	ManifestSHA256        string
+	ActorJSON             string
+	ActorBindingSHA256    string
+	CompletionTokenSHA256 string
+	ExternalID            string
+	ReleaseApplied        bool
+	Outcome               string
+	EventID               int64
+	RecoveryAction        string
+	Generation            int64
+	LeaseOwner            string
+	LeaseExpiresAt        *time.Time
+	Error                 string
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
+// Step states (closed set of the protocol).
+const (
+	StepPlanned   = "planned"
+	StepArmed     = "armed"
+	StepRunning   = "running"
+	StepRetryWait = "retry_wait"
+	StepUnknown   = "unknown"
+	StepFailed    = "failed"
+	StepSucceeded = "succeeded"
+	StepCancelled = "cancelled"
+)
+
+// Compensation states of a step.
+const (
+	CompensationNone     = "none"
+	CompensationRequired = "required"
+	CompensationDone     = "done"
+)
+
+// CreationStep is a task_creation_steps row.
+type CreationStep struct {
+	OperationID     string
+	Kind            string
+	StepKey         string
+	RequestJSON     string
+	RequestSHA256   string
+	IdempotencyKey  string
+	State           string
+	Attempt         int
+	ClaimOwner      string
+	ClaimGeneration int64
+	LeaseExpiresAt  *time.Time
+	EvidenceJSON    string
+	EvidenceSHA256  string
+	ProviderHandle  string
+	OwnershipMarker string
+	Compensation    string
+	Disposition     string
+	Error           string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// LedgerQueries persists the creation ledger.
+type LedgerQueries interface {
+	InsertOperation(ctx context.Context, op Operation) error
+	GetOperation(ctx context.Context, id string) (Operation, error)
+	// LockOperation reads the operation with a row lock.
+	LockOperation(ctx context.Context, id string) (Operation, error)
+	// UpdateOperation writes state, release_applied, outcome, event_id,
+	// recovery_action, generation, lease and error.
+	UpdateOperation(ctx context.Context, op Operation) error
+	// ListOpenOperations returns operations in preparing, preparing-release
+	// or completing that were last touched before staleBefore and whose lease
+	// (if any) expired before now.
+	ListOpenOperations(ctx context.Context, staleBefore, now time.Time, limit int) ([]Operation, error)
+
+	InsertCreationStep(ctx context.Context, s CreationStep) error
+	// ListCreationSteps returns an operation's steps ordered by kind, key.
+	ListCreationSteps(ctx context.Context, operationID string) ([]CreationStep, error)
+	// UpdateCreationStep writes the mutable columns of s.
+	UpdateCreationStep(ctx context.Context, s CreationStep) error
+}
+
+// Event types of the outbox.
+const (
+	EventTaskCreated = "task.created"
+	EventTaskUpdated = "task.updated"
+	EventTaskDeleted = "task.deleted"
+)
+
+// TaskEvent is an outbox row.
+type TaskEvent struct {
+	ID          int64
+	WorkspaceID string
+	TaskID      string
+	Revision    int64
+	Type        string
+	Payload     string
+	CreatedAt   time.Time
+}
+
+// EventQueries appends to and reads the task_events outbox.
+type EventQueries interface {
+	// AppendTaskEvent inserts the event and returns its id. It must be the
+	// last write of its transaction (outbox is last in the lock order).
+	AppendTaskEvent(ctx context.Context, e TaskEvent) (int64, error)
+	// ReadTaskEvents returns events with id > afterID, oldest first.
+	ReadTaskEvents(ctx context.Context, afterID int64, limit int) ([]TaskEvent, error)
+	GetTaskEvent(ctx context.Context, id int64) (TaskEvent, error)
+	GetOutboxCursor(ctx context.Context, consumer string) (int64, error)
+	SaveOutboxCursor(ctx context.Context, consumer string, lastEventID int64, at time.Time) error
+}
+
+// Association is a task_remote_contribution_associations row, the effect
+// authority of the remote_contribution_associate step.
+type Association struct {
+	Provider         string
+	ConnectionID     string
+	ContributionID   string
+	ContributionKind string
+	TaskID           string
+	WorkspaceID      string
+	RepositoryID     string
+	OperationID      string
+	IdempotencyKey   string
+	OwnershipMarker  string
+	ClaimedAt        time.Time
+}
+
+// AssociationQueries reads and writes associations.
+type AssociationQueries interface {
+	// InsertAssociation inserts a unless (provider, connection_id,
+	// contribution_id) exists; inserted reports which.
+	InsertAssociation(ctx context.Context, a Association) (inserted bool, err error)
+	GetAssociation(ctx context.Context, provider, connectionID, contributionID string) (Association, error)
+	ListAssociationsForTask(ctx context.Context, taskID string) ([]Association, error)
+	// DeleteAssociationsOwnedBy deletes the rows whose operation_id and
+	// ownership_marker match (compensation) and returns the count.
+	DeleteAssociationsOwnedBy(ctx context.Context, operationID, marker string) (int64, error)
+	DeleteAssociationsForTask(ctx context.Context, taskID string) error
+}

@@ -1,0 +1,430 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/sqlstore"
+)
+
+// Conformance runs the driver conformance suite against fresh stores of one
+// dialect. Every driver must pass it unchanged.
+func Conformance(t *testing.T, dialect string) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s *sqlstore.Store)
+	}{
+		{"workspace upsert is idempotent", testWorkspaceUpsert},
+		{"task round trip", testTaskRoundTrip},
+		{"unique violations are attributed by name", testUniqueAttribution},
+		{"settlement predicate includes external_id", testSettlePredicate},
+		{"release clears identity", testRelease},
+		{"list tasks pages and hides preparing", testListTasks},
+		{"outbox appends in order", testOutbox},
+		{"associations are unique per contribution", testAssociations},
+		{"inbox dedupes and claims", testInbox},
+		{"entity leases exclude", testEntityLeases},
+		{"suppressions and aliases", testSuppressionsAliases},
+		{"projection ignores stale payloads", testProjectionStale},
+		{"migrations are replay-safe", testMigrateTwice},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, Open(t, dialect))
+		})
+	}
+}
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+
+// SeedWorkspace creates workspace "ws" with steps backlog (unlimited) and
+// doing (WIP 1).
+func SeedWorkspace(t testing.TB, s store.Store, id string) store.Workspace {
+	t.Helper()
+	one := 1
+	ws := store.Workspace{ID: id, Name: "Workspace " + id, TaskPrefix: "WS", CreatedAt: epoch,
+		Steps: []store.Step{{ID: "backlog", Name: "Backlog"}, {ID: "doing", Name: "Doing", WIPLimit: &one}}}
+	if err := s.UpsertWorkspace(context.Background(), ws); err != nil {
+		t.Fatalf("upsert workspace: %v", err)
+	}
+	return ws
+}
+
+func newTask(ws, ext string, n int) store.Task {
+	return store.Task{ID: uuid.NewString(), WorkspaceID: ws, Identifier: "WS-" + itoa(n), Title: "task",
+		WorkflowStepID: "backlog", Labels: []string{"a"}, ExternalID: ext, CreationState: store.CreationComplete,
+		CreatedAt: epoch.Add(time.Duration(n) * time.Second), UpdatedAt: epoch}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for n > 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	return string(b)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testWorkspaceUpsert(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	SeedWorkspace(t, s, "ws")
+	ws, err := s.GetWorkspace(ctx, "ws")
+	must(t, err)
+	if len(ws.Steps) != 2 || ws.Steps[1].WIPLimit == nil || *ws.Steps[1].WIPLimit != 1 {
+		t.Fatalf("steps = %+v", ws.Steps)
+	}
+	if !ws.CreatedAt.Equal(epoch) {
+		t.Errorf("created_at = %v, want %v", ws.CreatedAt, epoch)
+	}
+	n, err := s.NextTaskSequence(ctx, "ws")
+	must(t, err)
+	if n != 1 {
+		t.Errorf("sequence = %d, want 1", n)
+	}
+	if err := s.CreateWorkspace(ctx, store.Workspace{ID: "ws", Name: "x", TaskPrefix: "X", CreatedAt: epoch}); !errors.Is(err, store.ErrConstraint) {
+		t.Errorf("duplicate workspace err = %v, want ErrConstraint", err)
+	}
+	if _, err := s.GetWorkspace(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing workspace err = %v, want ErrNotFound", err)
+	}
+}
+
+func testTaskRoundTrip(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	task.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "o/r#1", URL: "https://x"}
+	task.ArchivedAt = &epoch
+	must(t, s.InsertTask(ctx, task))
+	got, err := s.GetTask(ctx, task.ID)
+	must(t, err)
+	if got.ExternalID != "ext-1" || got.Source == nil || got.Source.Ref != "o/r#1" || got.ArchivedAt == nil ||
+		!got.ArchivedAt.Equal(epoch) || len(got.Labels) != 1 || got.ExternalIDSettledAt != nil {
+		t.Errorf("round trip = %+v", got)
+	}
+	if _, err := s.LookupTaskByExternalID(ctx, "ws", "EXT-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("case-insensitive lookup err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetTask(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing task err = %v", err)
+	}
+}
+
+func testUniqueAttribution(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	must(t, s.InsertTask(ctx, newTask("ws", "ext-1", 1)))
+	err := s.InsertTask(ctx, newTask("ws", "ext-1", 2))
+	if !errors.Is(err, store.ErrExternalIDTaken) {
+		t.Errorf("same external id err = %v, want ErrExternalIDTaken", err)
+	}
+	dupIdentifier := newTask("ws", "ext-2", 1)
+	err = s.InsertTask(ctx, dupIdentifier)
+	if !errors.Is(err, store.ErrConstraint) || errors.Is(err, store.ErrExternalIDTaken) {
+		t.Errorf("same identifier err = %v, want ErrConstraint only", err)
+	}
+	// Tasks without an external ID never collide.
+	must(t, s.InsertTask(ctx, newTask("ws", "", 3)))
+	must(t, s.InsertTask(ctx, newTask("ws", "", 4)))
+}
+
+func testSettlePredicate(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	must(t, s.InsertTask(ctx, task))
+	_, err := s.ReleaseExternalID(ctx, "ws", "ext-1")
+	must(t, err)
+	n, err := s.SettleExternalID(ctx, task.ID, "ext-1", epoch)
+	must(t, err)
+	if n != 0 {
+		t.Errorf("settle after release rows = %d, want 0", n)
+	}
+	task2 := newTask("ws", "ext-2", 2)
+	must(t, s.InsertTask(ctx, task2))
+	n, err = s.SettleExternalID(ctx, task2.ID, "ext-2", epoch)
+	must(t, err)
+	if n != 1 {
+		t.Errorf("settle rows = %d, want 1", n)
+	}
+	n, err = s.SettleExternalID(ctx, task2.ID, "ext-2", epoch)
+	must(t, err)
+	if n != 0 {
+		t.Errorf("second settle rows = %d, want 0", n)
+	}
+}
+
+func testRelease(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	task.ExternalIDSettledAt = &epoch
+	must(t, s.InsertTask(ctx, task))
+	got, err := s.ReleaseExternalID(ctx, "ws", "ext-1")
+	must(t, err)
+	if got.ExternalID != "" || got.ExternalIDSettledAt != nil {
+		t.Errorf("released = %+v", got)
+	}
+	if _, err := s.ReleaseExternalID(ctx, "ws", "ext-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("second release err = %v", err)
+	}
+	must(t, s.InsertTask(ctx, newTask("ws", "ext-1", 2)))
+}
+
+func testListTasks(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	for i := 1; i <= 5; i++ {
+		task := newTask("ws", "", i)
+		if i == 3 {
+			task.CreationState = store.CreationPreparing
+		}
+		if i == 4 {
+			task.ArchivedAt = &epoch
+		}
+		must(t, s.InsertTask(ctx, task))
+	}
+	page, err := s.ListTasks(ctx, store.TaskPage{WorkspaceID: "ws", Limit: 2})
+	must(t, err)
+	if len(page) != 2 || page[0].Identifier != "WS-1" || page[1].Identifier != "WS-2" {
+		t.Fatalf("page 1 = %v", identifiers(page))
+	}
+	page, err = s.ListTasks(ctx, store.TaskPage{WorkspaceID: "ws", Limit: 2, AfterCreatedAt: page[1].CreatedAt, AfterID: page[1].ID})
+	must(t, err)
+	if len(page) != 1 || page[0].Identifier != "WS-5" {
+		t.Fatalf("page 2 = %v", identifiers(page))
+	}
+	all, err := s.ListTasks(ctx, store.TaskPage{WorkspaceID: "ws", Limit: 10, IncludeArchived: true})
+	must(t, err)
+	if len(all) != 4 {
+		t.Errorf("with archived = %v", identifiers(all))
+	}
+	n, err := s.CountActiveTasksInStep(ctx, "ws", "backlog")
+	must(t, err)
+	if n != 4 {
+		t.Errorf("active in step = %d, want 4", n)
+	}
+}
+
+func identifiers(ts []store.Task) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Identifier)
+	}
+	return out
+}
+
+func testOutbox(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	var ids []int64
+	for i := 1; i <= 3; i++ {
+		err := s.InTx(ctx, func(tx store.Queries) error {
+			id, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: "ws", TaskID: uuid.NewString(), Revision: 1,
+				Type: store.EventTaskCreated, Payload: `{}`, CreatedAt: epoch})
+			ids = append(ids, id)
+			return err
+		})
+		must(t, err)
+	}
+	evs, err := s.ReadTaskEvents(ctx, ids[0], 10)
+	must(t, err)
+	if len(evs) != 2 || evs[0].ID != ids[1] || evs[1].ID != ids[2] {
+		t.Errorf("events after %d = %+v", ids[0], evs)
+	}
+	must(t, s.SaveOutboxCursor(ctx, "c", ids[2], epoch))
+	must(t, s.SaveOutboxCursor(ctx, "c", ids[0], epoch)) // never moves back
+	cur, err := s.GetOutboxCursor(ctx, "c")
+	must(t, err)
+	if cur != ids[2] {
+		t.Errorf("cursor = %d, want %d", cur, ids[2])
+	}
+}
+
+func testAssociations(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	a := store.Association{Provider: "github", ConnectionID: "gh", ContributionID: "42", ContributionKind: "pull_request",
+		TaskID: uuid.NewString(), WorkspaceID: "ws", RepositoryID: "o/r", OperationID: uuid.NewString(),
+		IdempotencyKey: "k", OwnershipMarker: "m", ClaimedAt: epoch}
+	ok, err := s.InsertAssociation(ctx, a)
+	must(t, err)
+	if !ok {
+		t.Fatal("first insert not inserted")
+	}
+	b := a
+	b.TaskID = uuid.NewString()
+	ok, err = s.InsertAssociation(ctx, b)
+	must(t, err)
+	if ok {
+		t.Error("second insert inserted a duplicate")
+	}
+	got, err := s.GetAssociation(ctx, "github", "gh", "42")
+	must(t, err)
+	if got.TaskID != a.TaskID {
+		t.Errorf("association task = %s, want %s", got.TaskID, a.TaskID)
+	}
+	n, err := s.DeleteAssociationsOwnedBy(ctx, a.OperationID, "other-marker")
+	must(t, err)
+	if n != 0 {
+		t.Errorf("foreign marker deleted %d", n)
+	}
+	n, err = s.DeleteAssociationsOwnedBy(ctx, a.OperationID, "m")
+	must(t, err)
+	if n != 1 {
+		t.Errorf("owned delete = %d, want 1", n)
+	}
+}
+
+func testInbox(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	d := store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues", DeliveryKey: "k1", Headers: `{}`,
+		Body: []byte(`{"a":1}`), ReceivedAt: epoch}
+	res, err := s.InsertDeliveries(ctx, []store.Delivery{d, d})
+	must(t, err)
+	if res[0].Duplicate || !res[1].Duplicate || res[0].ID != res[1].ID {
+		t.Fatalf("batch with duplicate = %+v", res)
+	}
+	claimed, err := s.ClaimDeliveries(ctx, "w1", epoch, time.Minute, 10)
+	must(t, err)
+	if len(claimed) != 1 || claimed[0].Attempts != 1 || string(claimed[0].Body) != `{"a":1}` {
+		t.Fatalf("claimed = %+v", claimed)
+	}
+	again, err := s.ClaimDeliveries(ctx, "w2", epoch.Add(time.Second), time.Minute, 10)
+	must(t, err)
+	if len(again) != 0 {
+		t.Fatalf("leased delivery claimed twice: %+v", again)
+	}
+	// An expired lease is reclaimed.
+	stolen, err := s.ClaimDeliveries(ctx, "w2", epoch.Add(2*time.Minute), time.Minute, 10)
+	must(t, err)
+	if len(stolen) != 1 || stolen[0].Attempts != 2 {
+		t.Fatalf("expired lease not reclaimed: %+v", stolen)
+	}
+	done := stolen[0]
+	done.Status = store.DeliverySucceeded
+	now := epoch.Add(3 * time.Minute)
+	done.ProcessedAt = &now
+	if err := s.FinishDelivery(ctx, done, "w1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("finish by lost lease err = %v, want ErrNotFound", err)
+	}
+	must(t, s.FinishDelivery(ctx, done, "w2"))
+	got, err := s.GetDelivery(ctx, done.ID)
+	must(t, err)
+	if got.Status != store.DeliverySucceeded || got.LeaseOwner != "" {
+		t.Errorf("finished = %+v", got)
+	}
+	list, err := s.ListDeliveries(ctx, store.DeliveryFilter{Status: store.DeliverySucceeded, Limit: 10})
+	must(t, err)
+	if len(list) != 1 {
+		t.Errorf("list succeeded = %d", len(list))
+	}
+	rq, err := s.RequeueDelivery(ctx, done.ID, now)
+	must(t, err)
+	if rq.Status != store.DeliveryQueued || rq.Attempts != 0 {
+		t.Errorf("requeued = %+v", rq)
+	}
+}
+
+func testEntityLeases(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	d1, d2 := uuid.NewString(), uuid.NewString()
+	ok, err := s.AcquireEntityLease(ctx, "e", "w1", d1, epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("first lease refused")
+	}
+	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if ok {
+		t.Fatal("held lease granted twice")
+	}
+	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch.Add(2*time.Minute), epoch.Add(3*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("expired lease not stolen")
+	}
+	must(t, s.ReleaseEntityLease(ctx, "e", "w2"))
+	ok, err = s.AcquireEntityLease(ctx, "e", "w1", d1, epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("released lease refused")
+	}
+}
+
+func testSuppressionsAliases(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	must(t, s.UpsertSuppression(ctx, store.Suppression{WorkspaceID: "ws", ExternalID: "x", Reason: "deleted", CreatedAt: epoch}))
+	must(t, s.UpsertSuppression(ctx, store.Suppression{WorkspaceID: "ws", ExternalID: "x", Reason: "deleted", CreatedAt: epoch}))
+	if _, err := s.GetSuppression(ctx, "ws", "X"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("suppression lookup is not byte-exact: %v", err)
+	}
+	list, err := s.ListSuppressions(ctx, store.SuppressionPage{Limit: 10})
+	must(t, err)
+	if len(list) != 1 {
+		t.Errorf("suppressions = %+v", list)
+	}
+	ok, err := s.DeleteSuppression(ctx, "ws", "x")
+	must(t, err)
+	if !ok {
+		t.Error("delete suppression reported nothing deleted")
+	}
+	task := newTask("ws", "old", 1)
+	must(t, s.InsertTask(ctx, task))
+	must(t, s.InsertAlias(ctx, "ws", "new", task.ID, epoch))
+	must(t, s.InsertAlias(ctx, "ws", "new", task.ID, epoch))
+	got, err := s.ResolveAlias(ctx, "ws", "new")
+	must(t, err)
+	if got != task.ID {
+		t.Errorf("alias = %s", got)
+	}
+	must(t, s.DeleteTask(ctx, task.ID))
+	if _, err := s.ResolveAlias(ctx, "ws", "new"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("alias survived task delete: %v", err)
+	}
+}
+
+func testProjectionStale(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "", 1)
+	must(t, s.InsertTask(ctx, task))
+	newer, older := epoch.Add(time.Hour), epoch
+	p := store.Projection{Provider: "github", TaskID: task.ID, ConnectionID: "gh", ProviderID: 9, Repository: "o/r",
+		Number: 1, Title: "new", State: "open", ProviderUpdatedAt: &newer}
+	must(t, s.UpsertProjection(ctx, p))
+	p.Title, p.ProviderUpdatedAt = "old", &older
+	must(t, s.UpsertProjection(ctx, p))
+	got, err := s.ListProjectionsForTask(ctx, task.ID)
+	must(t, err)
+	if len(got) != 1 || got[0].Title != "new" {
+		t.Errorf("projection = %+v", got)
+	}
+}
+
+func testMigrateTwice(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	must(t, s.Migrate(ctx))
+	must(t, s.Migrate(ctx))
+	ok, err := s.Migrated(ctx)
+	must(t, err)
+	if !ok {
+		t.Error("migrated = false after migrate")
+	}
+}
