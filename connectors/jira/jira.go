@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -117,10 +118,22 @@ type rawWebhook struct {
 // decoder that keeps what the gateway needs (see decodeIssue). A part that
 // neither can decode is an error only for the issue.
 func DecodeWebhook(body []byte) (*Webhook, error) {
+	raw, err := decodeEnvelope(body)
+	if err != nil {
+		return nil, err
+	}
+	return raw.decode()
+}
+
+func decodeEnvelope(body []byte) (*rawWebhook, error) {
 	var raw rawWebhook
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return nil, err
 	}
+	return &raw, nil
+}
+
+func (raw *rawWebhook) decode() (*Webhook, error) {
 	w := &Webhook{WebhookEvent: raw.WebhookEvent, IssueEventTypeName: raw.IssueEventTypeName}
 	if raw.Timestamp != "" {
 		ts, err := raw.Timestamp.Int64()
@@ -174,26 +187,7 @@ func decodeIssue(data json.RawMessage) (issue *jira.Issue, err error) {
 	if err := unmarshalIssue(data, &full); err == nil {
 		return &full, nil
 	}
-	var lenient struct {
-		ID     json.RawMessage `json:"id"`
-		Key    json.RawMessage `json:"key"`
-		Self   json.RawMessage `json:"self"`
-		Fields *struct {
-			Summary     json.RawMessage `json:"summary"`
-			Description json.RawMessage `json:"description"`
-			Labels      json.RawMessage `json:"labels"`
-			Project     *struct {
-				Key json.RawMessage `json:"key"`
-			} `json:"project"`
-			Resolution json.RawMessage `json:"resolution"`
-			Status     *struct {
-				Name           json.RawMessage `json:"name"`
-				StatusCategory *struct {
-					Key json.RawMessage `json:"key"`
-				} `json:"statusCategory"`
-			} `json:"status"`
-		} `json:"fields"`
-	}
+	var lenient lenientIssue
 	if err := json.Unmarshal(data, &lenient); err != nil {
 		return nil, err
 	}
@@ -230,6 +224,29 @@ func decodeIssue(data json.RawMessage) (issue *jira.Issue, err error) {
 	return issue, nil
 }
 
+// lenientIssue is the part of an issue the gateway uses, each value taken
+// as it comes.
+type lenientIssue struct {
+	ID     json.RawMessage `json:"id"`
+	Key    json.RawMessage `json:"key"`
+	Self   json.RawMessage `json:"self"`
+	Fields *struct {
+		Summary     json.RawMessage `json:"summary"`
+		Description json.RawMessage `json:"description"`
+		Labels      json.RawMessage `json:"labels"`
+		Project     *struct {
+			Key json.RawMessage `json:"key"`
+		} `json:"project"`
+		Resolution json.RawMessage `json:"resolution"`
+		Status     *struct {
+			Name           json.RawMessage `json:"name"`
+			StatusCategory *struct {
+				Key json.RawMessage `json:"key"`
+			} `json:"statusCategory"`
+		} `json:"status"`
+	} `json:"fields"`
+}
+
 // unmarshalIssue is json.Unmarshal into a jira.Issue, whose custom field
 // decoding is third-party code: a panic in it is an error here, never a
 // crashed worker.
@@ -261,17 +278,7 @@ func scalarString(m json.RawMessage) string {
 }
 
 func lenientChangelog(data json.RawMessage) (*jira.ChangelogHistory, bool) {
-	var c struct {
-		ID    json.RawMessage `json:"id"`
-		Items []struct {
-			Field      json.RawMessage `json:"field"`
-			FieldID    json.RawMessage `json:"fieldId"`
-			From       json.RawMessage `json:"from"`
-			FromString json.RawMessage `json:"fromString"`
-			To         json.RawMessage `json:"to"`
-			ToString   json.RawMessage `json:"toString"`
-		} `json:"items"`
-	}
+	var c lenientHistory
 	if json.Unmarshal(data, &c) != nil {
 		return nil, false
 	}
@@ -297,17 +304,44 @@ func lenientChangelog(data json.RawMessage) (*jira.ChangelogHistory, bool) {
 	return h, true
 }
 
+type lenientHistory struct {
+	ID    json.RawMessage `json:"id"`
+	Items []struct {
+		Field      json.RawMessage `json:"field"`
+		FieldID    json.RawMessage `json:"fieldId"`
+		From       json.RawMessage `json:"from"`
+		FromString json.RawMessage `json:"fromString"`
+		To         json.RawMessage `json:"to"`
+		ToString   json.RawMessage `json:"toString"`
+	} `json:"items"`
+}
+
 // Parse maps a delivery to an Event (DESIGN.md "Event → action"):
 // jira:issue_created → create, jira:issue_updated → update (close when the
 // changelog sets a resolution, reopen when it clears it),
 // jira:issue_deleted → delete, anything else ignored. host is the Jira site
 // ("acme.atlassian.net"). Errors wrap connectors.ErrMalformedPayload.
 func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.Event, error) {
-	w, err := DecodeWebhook(body)
+	raw, err := decodeEnvelope(body)
 	if err != nil {
 		return connectors.Event{}, malformed("webhook", "%v", err)
 	}
-	e := connectors.Event{Provider: connectors.ProviderJira, EventName: w.WebhookEvent}
+	e := connectors.Event{Provider: connectors.ProviderJira, EventName: raw.WebhookEvent}
+	switch raw.WebhookEvent {
+	case EventIssueCreated, EventIssueUpdated, EventIssueDeleted:
+	default:
+		// Comments, worklogs, sprints, …: recorded, not mapped, not decoded
+		// further.
+		e.Action = connectors.ActionIgnore
+		if e.EventName == "" {
+			e.EventName = connectors.ProviderJira
+		}
+		return e, nil
+	}
+	w, err := raw.decode()
+	if err != nil {
+		return connectors.Event{}, malformed(e.EventName, "%v", err)
+	}
 	switch w.WebhookEvent {
 	case EventIssueCreated:
 		e.Action = connectors.ActionCreate
@@ -321,12 +355,6 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 		}
 	case EventIssueDeleted:
 		e.Action = connectors.ActionDelete
-	default:
-		e.Action = connectors.ActionIgnore
-		if e.EventName == "" {
-			e.EventName = connectors.ProviderJira
-		}
-		return e, nil
 	}
 	issue := w.Issue
 	if issue == nil {
@@ -348,7 +376,7 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 		Provider: connectors.ProviderJira,
 		Kind:     connectors.KindIssue,
 		Ref:      key,
-		URL:      "https://" + host + "/browse/" + key,
+		URL:      "https://" + host + "/browse/" + url.PathEscape(key),
 	}
 	e.Labels = []string{}
 	if f := issue.Fields; f != nil {
