@@ -112,6 +112,12 @@ type WorkspaceQueries interface {
 	// NextTaskSequence increments and returns the workspace's sequence.
 	NextTaskSequence(ctx context.Context, workspaceID string) (int64, error)
 
+	// EnsureGeneratedSecret stores value under name unless a value exists,
+	// and returns the stored one (replicas starting together agree).
+	EnsureGeneratedSecret(ctx context.Context, name, value string, at time.Time) (stored string, created bool, err error)
+	// GetGeneratedSecret returns a stored generated secret.
+	GetGeneratedSecret(ctx context.Context, name string) (string, error)
+
 	UpsertToken(ctx context.Context, tok Token) error
 	GetTokenBySHA256(ctx context.Context, sha string) (Token, error)
 	GetTokenByName(ctx context.Context, name string) (Token, error)

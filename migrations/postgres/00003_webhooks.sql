@@ -53,7 +53,16 @@ CREATE TABLE source_aliases (
 );
 CREATE INDEX idx_source_aliases_task ON source_aliases (task_id);
 
+-- Secrets the zero-config start generated (webhook secrets must survive a
+-- restart: trackers keep using them). Never returned by the API.
+CREATE TABLE generated_secrets (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+
 -- +goose Down
+DROP TABLE generated_secrets;
 DROP TABLE source_aliases;
 DROP TABLE suppressions;
 DROP TABLE entity_leases;

@@ -33,9 +33,9 @@ func New(d Driver) *Store {
 // Driver returns the underlying driver (tests, benchmarks).
 func (s *Store) Driver() Driver { return s.driver }
 
-func (s *Store) Dialect() string                    { return s.driver.Dialect() }
-func (s *Store) Migrate(ctx context.Context) error  { return s.driver.Migrate(ctx) }
-func (s *Store) Close()                             { s.driver.Close() }
+func (s *Store) Dialect() string                   { return s.driver.Dialect() }
+func (s *Store) Migrate(ctx context.Context) error { return s.driver.Migrate(ctx) }
+func (s *Store) Close()                            { s.driver.Close() }
 func (s *Store) Notify(ctx context.Context, ch string) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()

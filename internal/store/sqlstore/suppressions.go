@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -106,5 +105,3 @@ func (q queries) ListAliases(ctx context.Context, taskID string) ([]string, erro
 	}
 	return out, q.wrap("list aliases", rows.Err())
 }
-
-var _ = fmt.Sprintf

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -212,5 +211,22 @@ func (q queries) getToken(ctx context.Context, where string, arg any) (store.Tok
 	return tok, q.wrap("get token workspaces", rows.Err())
 }
 
-var _ = errors.Is
-var _ = time.Now
+func (q queries) EnsureGeneratedSecret(ctx context.Context, name, value string, at time.Time) (string, bool, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	n, err := q.ex.Exec(ctx, `INSERT INTO generated_secrets (name, value, created_at) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO NOTHING`, name, value, at)
+	if err != nil {
+		return "", false, q.wrap("store generated secret", err)
+	}
+	stored, err := q.GetGeneratedSecret(ctx, name)
+	return stored, n == 1, err
+}
+
+func (q queries) GetGeneratedSecret(ctx context.Context, name string) (string, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var v string
+	err := q.ex.QueryRow(ctx, `SELECT value FROM generated_secrets WHERE name = $1`, name).Scan(&v)
+	return v, q.wrap("get generated secret", err)
+}

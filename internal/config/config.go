@@ -1,0 +1,335 @@
+// Package config loads the gateway's YAML configuration (workspaces, steps,
+// connections, tokens) with ${VAR} expansion, and supplies the zero-config
+// defaults.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole file.
+type Config struct {
+	Workspaces  []Workspace  `yaml:"workspaces"`
+	Connections []Connection `yaml:"connections"`
+	Tokens      []Token      `yaml:"tokens"`
+}
+
+// Workspace as configured.
+type Workspace struct {
+	ID         string `yaml:"id"`
+	Name       string `yaml:"name"`
+	TaskPrefix string `yaml:"task_prefix"`
+	Steps      []Step `yaml:"steps"`
+}
+
+// Step as configured; WIPLimit nil or 0 means unlimited.
+type Step struct {
+	ID       string `yaml:"id"`
+	Name     string `yaml:"name"`
+	WIPLimit *int   `yaml:"wip_limit"`
+}
+
+// Pull-request and close/merge policies.
+const (
+	PullRequestsLinkOrCreate = "link_or_create"
+	PullRequestsLink         = "link"
+	PullRequestsIgnore       = "ignore"
+	OnCloseArchive           = "archive"
+	OnCloseNone              = "none"
+)
+
+// Connection is one webhook endpoint: POST /webhooks/{id}.
+type Connection struct {
+	ID           string   `yaml:"id"`
+	Provider     string   `yaml:"provider"`
+	Host         string   `yaml:"host"`
+	Workspace    string   `yaml:"workspace"`
+	Step         string   `yaml:"step"`
+	Secrets      []string `yaml:"secrets"`
+	Repositories []string `yaml:"repositories"`
+	Labels       []string `yaml:"labels"`
+	PullRequests string   `yaml:"pull_requests"`
+	OnClose      string   `yaml:"on_close"`
+	OnMerge      string   `yaml:"on_merge"`
+	APIToken     string   `yaml:"api_token"`
+	// APIBaseURL overrides the provider API endpoint (GitHub Enterprise,
+	// self-managed GitLab, tests).
+	APIBaseURL string `yaml:"api_base_url"`
+}
+
+// SecretBytes returns the non-empty secrets.
+func (c Connection) SecretBytes() [][]byte {
+	var out [][]byte
+	for _, s := range c.Secrets {
+		if s != "" {
+			out = append(out, []byte(s))
+		}
+	}
+	return out
+}
+
+// Token is a workspace-scoped API token.
+type Token struct {
+	Name       string   `yaml:"name"`
+	Token      string   `yaml:"token"`
+	Workspaces []string `yaml:"workspaces"`
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// Expand replaces ${VAR} with the environment value; an unset variable is an
+// error (a typo must not silently become an empty secret). An empty list
+// entry is allowed ("${OLD_SECRET}" set to "" during rotation is dropped).
+func Expand(text string, lookup func(string) (string, bool)) (string, error) {
+	var missing []string
+	out := varRef.ReplaceAllStringFunc(text, func(m string) string {
+		name := varRef.FindStringSubmatch(m)[1]
+		v, ok := lookup(name)
+		if !ok {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("unset environment variable(s): %s", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// Load reads and validates a YAML file.
+func Load(path string) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(raw, os.LookupEnv)
+}
+
+// Parse expands variables and validates.
+func Parse(raw []byte, lookup func(string) (string, bool)) (Config, error) {
+	text, err := Expand(string(raw), lookup)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	var c Config
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+var slug = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var prefix = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
+
+func (c *Config) applyDefaults() {
+	for i := range c.Workspaces {
+		w := &c.Workspaces[i]
+		if w.Name == "" {
+			w.Name = w.ID
+		}
+		if w.TaskPrefix == "" {
+			w.TaskPrefix = strings.ToUpper(strings.NewReplacer("-", "", "_", "").Replace(w.ID))
+			if len(w.TaskPrefix) > 10 {
+				w.TaskPrefix = w.TaskPrefix[:10]
+			}
+		}
+		if len(w.Steps) == 0 {
+			w.Steps = DefaultSteps()
+		}
+		for j := range w.Steps {
+			if w.Steps[j].Name == "" {
+				w.Steps[j].Name = w.Steps[j].ID
+			}
+			if w.Steps[j].WIPLimit != nil && *w.Steps[j].WIPLimit == 0 {
+				w.Steps[j].WIPLimit = nil
+			}
+		}
+	}
+	for i := range c.Connections {
+		cn := &c.Connections[i]
+		if cn.PullRequests == "" {
+			cn.PullRequests = PullRequestsLinkOrCreate
+		}
+		if cn.OnClose == "" {
+			cn.OnClose = OnCloseArchive
+		}
+		if cn.OnMerge == "" {
+			cn.OnMerge = OnCloseNone
+		}
+		if cn.Host == "" {
+			switch cn.Provider {
+			case "github":
+				cn.Host = "github.com"
+			case "gitlab":
+				cn.Host = "gitlab.com"
+			}
+		}
+		if cn.Step == "" {
+			for _, w := range c.Workspaces {
+				if w.ID == cn.Workspace && len(w.Steps) > 0 {
+					cn.Step = w.Steps[0].ID
+				}
+			}
+		}
+	}
+}
+
+// DefaultSteps are the steps of a workspace configured without any.
+func DefaultSteps() []Step {
+	return []Step{{ID: "backlog", Name: "Backlog"}, {ID: "doing", Name: "In progress"}, {ID: "done", Name: "Done"}}
+}
+
+// Validate reports the first problem with the configuration.
+func (c *Config) Validate() error {
+	wsSteps := map[string]map[string]bool{}
+	for _, w := range c.Workspaces {
+		if !slug.MatchString(w.ID) {
+			return fmt.Errorf("workspace id %q: must be a lower-case slug", w.ID)
+		}
+		if wsSteps[w.ID] != nil {
+			return fmt.Errorf("workspace %q: defined twice", w.ID)
+		}
+		if !prefix.MatchString(w.TaskPrefix) {
+			return fmt.Errorf("workspace %q: task_prefix %q must be 1-10 upper-case letters or digits", w.ID, w.TaskPrefix)
+		}
+		steps := map[string]bool{}
+		for _, s := range w.Steps {
+			if !slug.MatchString(s.ID) {
+				return fmt.Errorf("workspace %q: step id %q must be a lower-case slug", w.ID, s.ID)
+			}
+			if steps[s.ID] {
+				return fmt.Errorf("workspace %q: step %q defined twice", w.ID, s.ID)
+			}
+			if s.WIPLimit != nil && *s.WIPLimit < 0 {
+				return fmt.Errorf("workspace %q: step %q: wip_limit must not be negative", w.ID, s.ID)
+			}
+			steps[s.ID] = true
+		}
+		wsSteps[w.ID] = steps
+	}
+	seen := map[string]bool{}
+	for _, cn := range c.Connections {
+		if !slug.MatchString(cn.ID) {
+			return fmt.Errorf("connection id %q: must be a lower-case slug", cn.ID)
+		}
+		if seen[cn.ID] {
+			return fmt.Errorf("connection %q: defined twice", cn.ID)
+		}
+		seen[cn.ID] = true
+		switch cn.Provider {
+		case "github", "gitlab", "jira":
+		default:
+			return fmt.Errorf("connection %q: provider %q must be github, gitlab or jira", cn.ID, cn.Provider)
+		}
+		if cn.Host == "" {
+			return fmt.Errorf("connection %q: host is required for %s", cn.ID, cn.Provider)
+		}
+		steps, ok := wsSteps[cn.Workspace]
+		if !ok {
+			return fmt.Errorf("connection %q: unknown workspace %q", cn.ID, cn.Workspace)
+		}
+		if !steps[cn.Step] {
+			return fmt.Errorf("connection %q: unknown step %q in workspace %q", cn.ID, cn.Step, cn.Workspace)
+		}
+		if len(cn.SecretBytes()) == 0 {
+			return fmt.Errorf("connection %q: at least one non-empty secret is required (unsigned webhooks are never accepted)", cn.ID)
+		}
+		switch cn.PullRequests {
+		case PullRequestsLinkOrCreate, PullRequestsLink, PullRequestsIgnore:
+		default:
+			return fmt.Errorf("connection %q: pull_requests %q must be link_or_create, link or ignore", cn.ID, cn.PullRequests)
+		}
+		if cn.OnClose != OnCloseArchive && cn.OnClose != OnCloseNone {
+			return fmt.Errorf("connection %q: on_close %q must be archive or none", cn.ID, cn.OnClose)
+		}
+		if cn.OnMerge != OnCloseArchive && cn.OnMerge != OnCloseNone {
+			return fmt.Errorf("connection %q: on_merge %q must be archive or none", cn.ID, cn.OnMerge)
+		}
+	}
+	names := map[string]bool{}
+	for _, tk := range c.Tokens {
+		if tk.Name == "" || tk.Name == AdminTokenName {
+			return fmt.Errorf("token name %q is reserved or empty", tk.Name)
+		}
+		if names[tk.Name] {
+			return fmt.Errorf("token %q: defined twice", tk.Name)
+		}
+		names[tk.Name] = true
+		if len(tk.Token) < 16 {
+			return fmt.Errorf("token %q: must be at least 16 characters", tk.Name)
+		}
+		for _, ws := range tk.Workspaces {
+			if wsSteps[ws] == nil {
+				return fmt.Errorf("token %q: unknown workspace %q", tk.Name, ws)
+			}
+		}
+	}
+	return nil
+}
+
+// AdminTokenName is the stored name of the admin token.
+const AdminTokenName = "admin"
+
+// DefaultSecretEnv names the environment variable of each zero-config
+// connection's webhook secret.
+var DefaultSecretEnv = map[string]string{
+	"github": "GATEWAY_GITHUB_SECRET",
+	"gitlab": "GATEWAY_GITLAB_SECRET",
+	"jira":   "GATEWAY_JIRA_SECRET",
+}
+
+// Default is the zero-config configuration: a "default" workspace and one
+// connection per provider (ids github, gitlab, jira) whose secret is
+// secret(provider): the caller takes it from DefaultSecretEnv or generates
+// and persists one.
+func Default(lookup func(string) (string, bool), secret func(provider string) (string, error)) (Config, error) {
+	c := Config{Workspaces: []Workspace{{ID: "default", Name: "Default", TaskPrefix: "TASK", Steps: DefaultSteps()}}}
+	hosts := map[string]string{"github": "github.com", "gitlab": "gitlab.com", "jira": "jira.example.com"}
+	if h, ok := lookup("GATEWAY_JIRA_SITE"); ok && h != "" {
+		hosts["jira"] = h
+	}
+	for _, p := range []string{"github", "gitlab", "jira"} {
+		s, err := secret(p)
+		if err != nil {
+			return Config{}, fmt.Errorf("secret of connection %s: %w", p, err)
+		}
+		c.Connections = append(c.Connections, Connection{ID: p, Provider: p, Host: hosts[p],
+			Workspace: "default", Step: "backlog", Secrets: []string{s}})
+	}
+	c.applyDefaults()
+	return c, c.Validate()
+}
+
+// RandomSecret returns 32 random bytes as hex.
+func RandomSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// Connection returns the connection by id.
+func (c *Config) Connection(id string) (Connection, bool) {
+	for _, cn := range c.Connections {
+		if cn.ID == id {
+			return cn, true
+		}
+	}
+	return Connection{}, false
+}

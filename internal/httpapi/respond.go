@@ -1,0 +1,101 @@
+// Package httpapi holds what every HTTP surface shares: the one table that
+// maps application errors to statuses, JSON responses, bounded JSON request
+// decoding and bearer-token authentication.
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// statusOf is the one table from error codes to HTTP statuses.
+var statusOf = map[failure.Code]int{
+	failure.Invalid:      http.StatusBadRequest,
+	failure.Unauthorized: http.StatusUnauthorized,
+	failure.NotFound:     http.StatusNotFound,
+	failure.Conflict:     http.StatusConflict,
+	failure.TooLarge:     http.StatusRequestEntityTooLarge,
+	failure.Unavailable:  http.StatusServiceUnavailable,
+	failure.Internal:     http.StatusInternalServerError,
+}
+
+// Classify turns store sentinels that reach the HTTP layer into application
+// errors: an unreachable database is 503 so clients (and trackers) retry.
+func Classify(err error) error {
+	var fe *failure.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		return failure.Wrap(failure.Unavailable, err, "storage unavailable")
+	}
+	return err
+}
+
+// WriteError answers with {"error": message} and the mapped status. Only 500s
+// are logged as errors; their body is generic and the cause stays in the log.
+func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	err = Classify(err)
+	code := failure.CodeOf(err)
+	status := statusOf[code]
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	switch {
+	case status >= 500 && code == failure.Internal:
+		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	case status >= 500:
+		logger.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	WriteJSON(w, status, map[string]string{"error": failure.MessageOf(err)})
+}
+
+// WriteJSON writes v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// MaxJSONBody caps API request bodies.
+const MaxJSONBody = 1 << 20
+
+// DecodeJSON decodes a bounded JSON body into v, refusing unknown fields;
+// every failure is a 400 naming the problem.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeStrict(json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxJSONBody)), v)
+}
+
+// DecodeJSONBytes is DecodeJSON for a body already read.
+func DecodeJSONBytes(raw []byte, v any) error {
+	return decodeStrict(json.NewDecoder(bytes.NewReader(raw)), v)
+}
+
+func decodeStrict(dec *json.Decoder, v any) error {
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &tooBig):
+			return failure.New(failure.TooLarge, "request body exceeds %d bytes", MaxJSONBody)
+		case errors.As(err, &typeErr):
+			return failure.New(failure.Invalid, "field %q must be %s", typeErr.Field, typeErr.Type.String())
+		case errors.As(err, &syntaxErr):
+			return failure.New(failure.Invalid, "malformed JSON at offset %d", syntaxErr.Offset)
+		default:
+			return failure.New(failure.Invalid, "malformed JSON: %v", err)
+		}
+	}
+	if dec.More() {
+		return failure.New(failure.Invalid, "malformed JSON: trailing data")
+	}
+	return nil
+}
