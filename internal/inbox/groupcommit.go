@@ -1,0 +1,225 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// DefaultMaxBatch is the largest number of deliveries committed in one
+// transaction when ReceiverOptions.MaxBatch is zero.
+const DefaultMaxBatch = 256
+
+// errStopped answers receipts that arrive after (or were still queued when)
+// the committer stopped: nothing was committed, so the provider must retry.
+var errStopped = errors.New("receiver stopped")
+
+// commitRequest is one receipt waiting for its batch.
+type commitRequest struct {
+	ctx  context.Context // the HTTP request's; a gone caller is skipped
+	d    store.Delivery
+	done chan commitResult // buffered: the committer never blocks on it
+}
+
+type commitResult struct {
+	ins store.InsertedDelivery
+	err error
+}
+
+// groupCommit batches concurrent receipts into one InsertDeliveries call.
+// There is no timer: a batch is whatever queued while the previous commit was
+// in flight, so a lone request commits at once and load raises the batch size
+// instead of the latency.
+type groupCommit struct {
+	st       DeliveryWriter
+	logger   *slog.Logger
+	maxBatch int
+
+	queue   chan *commitRequest
+	stopped chan struct{} // closed once run has returned
+	wake    chan struct{} // capacity 1: coalesces notifications
+}
+
+func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int) *groupCommit {
+	return &groupCommit{
+		st:       st,
+		logger:   logger,
+		maxBatch: maxBatch,
+		queue:    make(chan *commitRequest, maxBatch),
+		stopped:  make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+	}
+}
+
+// submit queues d for the next batch and waits for that batch's result.
+func (g *groupCommit) submit(ctx context.Context, d store.Delivery) (store.InsertedDelivery, error) {
+	select {
+	case <-g.stopped:
+		return store.InsertedDelivery{}, errStopped
+	default:
+	}
+	req := &commitRequest{ctx: ctx, d: d, done: make(chan commitResult, 1)}
+	select {
+	case g.queue <- req:
+	case <-g.stopped:
+		return store.InsertedDelivery{}, errStopped
+	case <-ctx.Done():
+		return store.InsertedDelivery{}, fmt.Errorf("queue delivery: %w", ctx.Err())
+	}
+	select {
+	case res := <-req.done:
+		return res.ins, res.err
+	case <-ctx.Done():
+		// The caller is gone; the delivery may still commit, and the
+		// provider's retry is then acknowledged as a duplicate.
+		return store.InsertedDelivery{}, fmt.Errorf("wait for commit: %w", ctx.Err())
+	case <-g.stopped:
+		// Every batch that was taken answered before stopped closed.
+		select {
+		case res := <-req.done:
+			return res.ins, res.err
+		default:
+			return store.InsertedDelivery{}, errStopped
+		}
+	}
+}
+
+// run commits batches until ctx ends. A batch in flight when ctx ends still
+// completes (its callers are owed an answer); queued requests that were not
+// taken are answered errStopped by submit.
+func (g *groupCommit) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.notifyLoop(ctx)
+	}()
+	defer func() {
+		close(g.stopped)
+		wg.Wait()
+	}()
+
+	batch := make([]*commitRequest, 0, g.maxBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case req := <-g.queue:
+			batch = append(batch[:0], req)
+		fill:
+			for len(batch) < g.maxBatch {
+				select {
+				case req := <-g.queue:
+					batch = append(batch, req)
+				default:
+					break fill
+				}
+			}
+			g.commit(ctx, batch)
+			clear(batch) // drop references to answered requests
+		}
+	}
+}
+
+// commit inserts one batch and answers each request.
+func (g *groupCommit) commit(ctx context.Context, batch []*commitRequest) {
+	live := batch[:0]
+	for _, req := range batch {
+		if err := req.ctx.Err(); err != nil {
+			req.done <- commitResult{err: fmt.Errorf("queue delivery: %w", err)}
+			continue
+		}
+		live = append(live, req)
+	}
+	if len(live) == 0 {
+		return
+	}
+	// The commit outlives shutdown and gone callers (a transaction that
+	// commits must be the one its callers were told about), and it never
+	// inherits store.WithDeferredSync from ctx: a 2xx means fsynced.
+	cctx := context.Background()
+	results, err := g.insert(cctx, live)
+	if err != nil && len(live) > 1 && isolatable(err) {
+		// One bad row must not fail its neighbours: retry each alone.
+		g.logger.WarnContext(ctx, "batch insert failed, retrying deliveries one by one",
+			"batch_size", len(live), "error", err)
+		inserted := false
+		for _, req := range live {
+			res, err := g.insert(cctx, []*commitRequest{req})
+			if err != nil {
+				req.done <- commitResult{err: err}
+				continue
+			}
+			inserted = inserted || !res[0].Duplicate
+			req.done <- commitResult{ins: res[0]}
+		}
+		if inserted {
+			g.signal()
+		}
+		return
+	}
+	inserted := false
+	for i, req := range live {
+		if err != nil {
+			req.done <- commitResult{err: err}
+			continue
+		}
+		inserted = inserted || !results[i].Duplicate
+		req.done <- commitResult{ins: results[i]}
+	}
+	if inserted {
+		g.signal()
+	}
+}
+
+func (g *groupCommit) insert(ctx context.Context, reqs []*commitRequest) ([]store.InsertedDelivery, error) {
+	ds := make([]store.Delivery, len(reqs))
+	for i, req := range reqs {
+		ds[i] = req.d
+	}
+	res, err := g.st.InsertDeliveries(ctx, ds)
+	if err != nil {
+		return nil, fmt.Errorf("commit deliveries: %w", err)
+	}
+	if len(res) != len(ds) {
+		return nil, fmt.Errorf("commit deliveries: %d results for %d deliveries", len(res), len(ds))
+	}
+	return res, nil
+}
+
+// isolatable reports whether a batch failure may be caused by one of its rows
+// (retrying rows alone then helps); an unreachable or slow database is not.
+func isolatable(err error) bool {
+	return !errors.Is(err, store.ErrUnavailable) &&
+		!errors.Is(err, context.DeadlineExceeded) &&
+		!errors.Is(err, context.Canceled)
+}
+
+// signal asks the notifier for one wake-up; signals arriving while one is
+// pending coalesce into it.
+func (g *groupCommit) signal() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLoop wakes workers after commits, off the request path: a
+// notification is best effort (workers also poll when deliveries are due),
+// and on PostgreSQL it is a round trip the next batch need not wait for.
+func (g *groupCommit) notifyLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.wake:
+			if err := g.st.Notify(ctx, Channel); err != nil && ctx.Err() == nil {
+				g.logger.WarnContext(ctx, "notify workers failed", "channel", Channel, "error", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package inbox
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// List limits (DESIGN.md "Lists").
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// Statuses is every delivery status, the values the status filter accepts.
+var Statuses = []string{
+	store.DeliveryQueued, store.DeliveryProcessing, store.DeliverySucceeded, store.DeliveryIgnored,
+	store.DeliverySuppressed, store.DeliveryRetrying, store.DeliveryFailed,
+}
+
+// shownSecretHeaders are removed from headers shown to operators, in case a
+// row was stored before a header became secret.
+var shownSecretHeaders = []string{
+	"Authorization", "Proxy-Authorization", "Cookie",
+	"X-Hub-Signature", "X-Hub-Signature-256", "X-Gitlab-Token",
+}
+
+// RegisterOperatorRoutes mounts the operator delivery routes on r (absolute
+// paths: /api/v1/deliveries…). The caller wraps r with authentication and
+// the admin requirement.
+func RegisterOperatorRoutes(r *mux.Router, st store.Store, logger *slog.Logger, now func() time.Time) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	o := &operators{st: st, logger: logger, now: now}
+	r.HandleFunc("/api/v1/deliveries", o.handle(o.list)).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/deliveries/{id}", o.handle(o.get)).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/deliveries/{id}/replay", o.handle(o.replay)).Methods(http.MethodPost)
+}
+
+type operators struct {
+	st     store.Store
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+func (o *operators) handle(fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := fn(w, r); err != nil {
+			httpapi.WriteError(w, r, o.logger, err)
+		}
+	}
+}
+
+// DeliveryJSON is a delivery as operators see it (DESIGN.md "Delivery JSON").
+type DeliveryJSON struct {
+	ID          string  `json:"id"`
+	Connection  string  `json:"connection"`
+	Provider    string  `json:"provider"`
+	Event       string  `json:"event"`
+	DeliveryKey string  `json:"delivery_key"`
+	Status      string  `json:"status"`
+	Attempts    int     `json:"attempts"`
+	LastError   *string `json:"last_error"`
+	// NextAttemptAt is null once the delivery is final.
+	NextAttemptAt *string `json:"next_attempt_at"`
+	ReceivedAt    string  `json:"received_at"`
+	// Outcome is null until the delivery is processed.
+	Outcome *OutcomeJSON `json:"outcome"`
+}
+
+// OutcomeJSON is a processed delivery's outcome; absent values are null.
+type OutcomeJSON struct {
+	TaskID     *string `json:"task_id"`
+	ExternalID *string `json:"external_id"`
+	Action     *string `json:"action"`
+	Result     *string `json:"result"`
+}
+
+// DeliveryDetailJSON adds the stored headers (secrets removed) and the body:
+// a JSON value when the body is valid JSON, else a string.
+type DeliveryDetailJSON struct {
+	DeliveryJSON
+	Headers json.RawMessage `json:"headers"`
+	Body    json.RawMessage `json:"body"`
+}
+
+// DeliveryListJSON is a page of deliveries.
+type DeliveryListJSON struct {
+	Deliveries []DeliveryJSON `json:"deliveries"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func isFinal(status string) bool {
+	switch status {
+	case store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed, store.DeliveryFailed:
+		return true
+	}
+	return false
+}
+
+// NewDeliveryJSON renders a delivery's summary.
+func NewDeliveryJSON(d store.Delivery) DeliveryJSON {
+	out := DeliveryJSON{
+		ID:          d.ID,
+		Connection:  d.ConnectionID,
+		Provider:    d.Provider,
+		Event:       d.Event,
+		DeliveryKey: d.DeliveryKey,
+		Status:      d.Status,
+		Attempts:    d.Attempts,
+		LastError:   optional(d.LastError),
+		ReceivedAt:  rfc3339(d.ReceivedAt),
+	}
+	if !isFinal(d.Status) && !d.NextAttemptAt.IsZero() {
+		out.NextAttemptAt = optional(rfc3339(d.NextAttemptAt))
+	}
+	if d.ProcessedAt != nil && d.Status != store.DeliveryFailed {
+		out.Outcome = &OutcomeJSON{
+			TaskID:     optional(d.OutcomeTaskID),
+			ExternalID: optional(d.OutcomeExternalID),
+			Action:     optional(d.OutcomeAction),
+			Result:     optional(d.OutcomeResult),
+		}
+	}
+	return out
+}
+
+// NewDeliveryDetailJSON renders a delivery with its headers and body.
+func NewDeliveryDetailJSON(d store.Delivery) DeliveryDetailJSON {
+	out := DeliveryDetailJSON{DeliveryJSON: NewDeliveryJSON(d), Headers: json.RawMessage(`{}`)}
+	if h, err := DecodeHeaders(d.Headers); err == nil {
+		for _, name := range shownSecretHeaders {
+			h.Del(name)
+		}
+		if b, err := json.Marshal(h); err == nil {
+			out.Headers = b
+		}
+	}
+	if len(d.Body) > 0 && json.Valid(d.Body) {
+		out.Body = json.RawMessage(d.Body)
+	} else {
+		// A non-JSON body is shown as text (invalid UTF-8 replaced).
+		b, _ := json.Marshal(string(d.Body))
+		out.Body = b
+	}
+	return out
+}
+
+// EncodeCursor returns the opaque cursor after delivery d (newest first).
+func EncodeCursor(d store.Delivery) string {
+	raw := strconv.FormatInt(d.ReceivedAt.UnixMicro(), 10) + ":" + d.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// decodeCursor parses a cursor into the (received_at, id) to list before.
+func decodeCursor(c string) (time.Time, string, error) {
+	invalid := failure.New(failure.Invalid, "invalid cursor")
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", invalid
+	}
+	micros, id, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return time.Time{}, "", invalid
+	}
+	us, err := strconv.ParseInt(micros, 10, 64)
+	if err != nil {
+		return time.Time{}, "", invalid
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return time.Time{}, "", invalid
+	}
+	return time.UnixMicro(us).UTC(), id, nil
+}
+
+func parseLimit(v string) (int, error) {
+	if v == "" {
+		return DefaultListLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxListLimit {
+		return 0, failure.New(failure.Invalid, "limit must be an integer between 1 and %d", MaxListLimit)
+	}
+	return n, nil
+}
+
+// list: GET /api/v1/deliveries?status=&connection=&limit=&cursor=
+func (o *operators) list(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := store.DeliveryFilter{Status: q.Get("status"), ConnectionID: q.Get("connection")}
+	if f.Status != "" && !validStatus(f.Status) {
+		return failure.New(failure.Invalid, "invalid status %q: want one of %s", f.Status, strings.Join(Statuses, ", "))
+	}
+	limit, err := parseLimit(q.Get("limit"))
+	if err != nil {
+		return err
+	}
+	if c := q.Get("cursor"); c != "" {
+		if f.BeforeReceivedAt, f.BeforeID, err = decodeCursor(c); err != nil {
+			return err
+		}
+	}
+	f.Limit = limit + 1 // one more tells whether a next page exists
+	ds, err := o.st.ListDeliveries(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := DeliveryListJSON{Deliveries: make([]DeliveryJSON, 0, min(len(ds), limit))}
+	if len(ds) > limit {
+		ds = ds[:limit]
+		out.NextCursor = EncodeCursor(ds[len(ds)-1])
+	}
+	for _, d := range ds {
+		out.Deliveries = append(out.Deliveries, NewDeliveryJSON(d))
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func validStatus(s string) bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+var errDeliveryNotFound = failure.New(failure.NotFound, "delivery not found")
+
+// get: GET /api/v1/deliveries/{id}
+func (o *operators) get(w http.ResponseWriter, r *http.Request) error {
+	d, err := o.st.GetDelivery(r.Context(), mux.Vars(r)["id"])
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errDeliveryNotFound
+		}
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, NewDeliveryDetailJSON(d))
+	return nil
+}
+
+// replay: POST /api/v1/deliveries/{id}/replay. The stored delivery is queued
+// again as received; its signature was verified at ingest and is not
+// re-verified.
+func (o *operators) replay(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := mux.Vars(r)["id"]
+	cur, err := o.st.GetDelivery(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errDeliveryNotFound
+		}
+		return err
+	}
+	now := o.now()
+	if cur.Status == store.DeliveryProcessing && cur.LeaseExpiresAt != nil && cur.LeaseExpiresAt.After(now) {
+		return failure.New(failure.Conflict, "delivery is being processed; replay it once it has finished")
+	}
+	d, err := o.st.RequeueDelivery(ctx, id, now)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errDeliveryNotFound
+		}
+		return err
+	}
+	if err := o.st.Notify(ctx, Channel); err != nil {
+		// Workers poll too; the replay is due either way.
+		o.logger.WarnContext(ctx, "notify workers failed", "channel", Channel, "error", err)
+	}
+	principal, _ := httpapi.PrincipalFrom(ctx)
+	o.logger.InfoContext(ctx, "delivery replayed", "delivery_id", d.ID, "connection", d.ConnectionID,
+		"principal", principal.Name)
+	httpapi.WriteJSON(w, http.StatusAccepted, NewDeliveryJSON(d))
+	return nil
+}

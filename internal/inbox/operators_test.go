@@ -1,0 +1,465 @@
+package inbox
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/store/storetest"
+)
+
+// notifyCounter counts Notify calls.
+type notifyCounter struct {
+	store.Store
+	n atomic.Int32
+}
+
+func (s *notifyCounter) Notify(ctx context.Context, ch string) error {
+	s.n.Add(1)
+	return s.Store.Notify(ctx, ch)
+}
+
+type operatorFixture struct {
+	st    *notifyCounter
+	h     http.Handler
+	clock *testClock
+	all   []store.Delivery // newest first
+	// named deliveries
+	succeeded, failed, processing store.Delivery
+}
+
+func newOperatorFixture(t *testing.T, st *sqlstore.Store) *operatorFixture {
+	t.Helper()
+	ctx := context.Background()
+	clock := newTestClock()
+	t0 := clock.Now()
+	type in struct {
+		conn, key, body, headers string
+		at                       time.Duration
+	}
+	inputs := []in{
+		{connFake, "k0", `{"action":"opened","issue":{"id":7}}`, `{"X-Fake-Event":["issue"],"X-Hub-Signature-256":["sha256=abc"]}`, 0},
+		{connFake, "k1", `plain text`, `{"X-Fake-Event":["issue"]}`, time.Second},
+		{connFake, "k2", `{}`, `{}`, 2 * time.Second},
+		{connFakeOther, "k3", `{}`, `{}`, 2 * time.Second},
+		{connFakeOther, "k4", `{}`, `{}`, 2 * time.Second},
+		{connFake, "k5", `[1,2]`, `{}`, 3 * time.Second},
+	}
+	var ds []store.Delivery
+	for _, x := range inputs {
+		ds = append(ds, store.Delivery{ConnectionID: x.conn, Provider: fakeProvider, Event: "issue", DeliveryKey: x.key,
+			Headers: x.headers, Body: []byte(x.body), ReceivedAt: t0.Add(x.at)})
+	}
+	res, err := st.InsertDeliveries(ctx, ds)
+	if err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	for i := range ds {
+		ds[i].ID = res[i].ID
+	}
+	f := &operatorFixture{st: &notifyCounter{Store: st}, clock: clock}
+
+	// Oldest first: k0 succeeds, k1 fails, the next one stays processing.
+	claim := func() store.Delivery {
+		t.Helper()
+		got, err := st.ClaimDeliveries(ctx, "op-worker", clock.Now(), time.Minute, 1)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("claim = %v, %v", got, err)
+		}
+		return got[0]
+	}
+	clock.Advance(10 * time.Second)
+	now := clock.Now()
+	d := claim()
+	d.Status, d.ProcessedAt, d.NextAttemptAt = store.DeliverySucceeded, &now, now
+	d.Event = "issue.opened"
+	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = "task-1", "fake:7", "create", "created"
+	if err := st.FinishDelivery(ctx, d, "op-worker"); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	f.succeeded = d
+	d = claim()
+	d.Status, d.ProcessedAt, d.NextAttemptAt, d.LastError = store.DeliveryFailed, &now, now, "parse: malformed payload"
+	if err := st.FinishDelivery(ctx, d, "op-worker"); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	f.failed = d
+	f.processing = claim()
+
+	f.all = ds
+	sort.Slice(f.all, func(i, j int) bool {
+		a, b := f.all[i], f.all[j]
+		if !a.ReceivedAt.Equal(b.ReceivedAt) {
+			return a.ReceivedAt.After(b.ReceivedAt)
+		}
+		return a.ID > b.ID
+	})
+	r := mux.NewRouter()
+	RegisterOperatorRoutes(r, f.st, testLogger(t), clock.Now)
+	f.h = r
+	return f
+}
+
+func (f *operatorFixture) do(t *testing.T, method, target string) (int, []byte) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+	return rec.Code, rec.Body.Bytes()
+}
+
+func ids(ds []store.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
+}
+
+func listIDs(t *testing.T, raw []byte) ([]string, string, bool) {
+	t.Helper()
+	var page struct {
+		Deliveries []struct {
+			ID string `json:"id"`
+		} `json:"deliveries"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		t.Fatalf("decode list %s: %v", raw, err)
+	}
+	out := make([]string, len(page.Deliveries))
+	for i, d := range page.Deliveries {
+		out[i] = d.ID
+	}
+	if page.NextCursor == nil {
+		return out, "", false
+	}
+	return out, *page.NextCursor, true
+}
+
+func TestOperatorList(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		f := newOperatorFixture(t, st)
+		filter := func(pred func(store.Delivery) bool) []string {
+			var out []string
+			for _, d := range f.all {
+				if pred(d) {
+					out = append(out, d.ID)
+				}
+			}
+			return out
+		}
+		tests := []struct {
+			name  string
+			query string
+			want  []string
+		}{
+			{"all newest first", "", ids(f.all)},
+			{"succeeded", "status=succeeded", []string{f.succeeded.ID}},
+			{"failed", "status=failed", []string{f.failed.ID}},
+			{"connection", "connection=" + connFakeOther, filter(func(d store.Delivery) bool { return d.ConnectionID == connFakeOther })},
+			{"status and connection", "status=queued&connection=" + connFake, filter(func(d store.Delivery) bool {
+				return d.ConnectionID == connFake && d.ID != f.succeeded.ID && d.ID != f.failed.ID && d.ID != f.processing.ID
+			})},
+			{"no match", "connection=nope", []string{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				code, raw := f.do(t, http.MethodGet, "/api/v1/deliveries?"+tt.query)
+				if code != http.StatusOK {
+					t.Fatalf("status = %d, want %d (%s)", code, http.StatusOK, raw)
+				}
+				got, _, more := listIDs(t, raw)
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("ids = %v, want %v", got, tt.want)
+				}
+				if more {
+					t.Errorf("next_cursor present on the last page")
+				}
+				if !strings.Contains(string(raw), `"deliveries":[`) {
+					t.Errorf("deliveries is not an array: %s", raw)
+				}
+			})
+		}
+	})
+}
+
+func TestOperatorListPages(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		f := newOperatorFixture(t, st)
+		for _, limit := range []int{1, 2, 4, 6, 7} {
+			var got []string
+			cursor, pages := "", 0
+			for {
+				q := url.Values{"limit": {strconv.Itoa(limit)}}
+				if cursor != "" {
+					q.Set("cursor", cursor)
+				}
+				code, raw := f.do(t, http.MethodGet, "/api/v1/deliveries?"+q.Encode())
+				if code != http.StatusOK {
+					t.Fatalf("limit %d: status = %d (%s)", limit, code, raw)
+				}
+				page, next, more := listIDs(t, raw)
+				pages++
+				if len(page) > limit {
+					t.Fatalf("limit %d: page of %d", limit, len(page))
+				}
+				got = append(got, page...)
+				if !more {
+					break
+				}
+				if pages > len(f.all) {
+					t.Fatalf("limit %d: paging does not end", limit)
+				}
+				cursor = next
+			}
+			if want := ids(f.all); !slices.Equal(got, want) {
+				t.Errorf("limit %d: paged ids = %v, want %v", limit, got, want)
+			}
+			if want := (len(f.all) + limit - 1) / limit; pages != want {
+				t.Errorf("limit %d: pages = %d, want %d", limit, pages, want)
+			}
+		}
+	})
+}
+
+func TestOperatorListInvalid(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.DialectSQLite)
+	r := mux.NewRouter()
+	RegisterOperatorRoutes(r, st, testLogger(t), nil)
+	badCursor := base64.RawURLEncoding.EncodeToString([]byte("1700000000:not-a-uuid"))
+	tests := []struct {
+		query     string
+		wantError string
+	}{
+		{"status=bogus", `invalid status "bogus": want one of queued, processing, succeeded, ignored, suppressed, retrying, failed`},
+		{"limit=0", "limit must be an integer between 1 and 1000"},
+		{"limit=1001", "limit must be an integer between 1 and 1000"},
+		{"limit=-1", "limit must be an integer between 1 and 1000"},
+		{"limit=ten", "limit must be an integer between 1 and 1000"},
+		{"cursor=%21%21%21", "invalid cursor"},
+		{"cursor=" + badCursor, "invalid cursor"},
+		{"cursor=" + base64.RawURLEncoding.EncodeToString([]byte("no-separator")), "invalid cursor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/deliveries?"+tt.query, nil))
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("status = %d, want %d", rec.Code, http.StatusBadRequest)
+			}
+			if got := errorMessage(t, rec); got != tt.wantError {
+				t.Errorf("error = %q, want %q", got, tt.wantError)
+			}
+		})
+	}
+	// The largest page is allowed.
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/deliveries?limit=1000", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("limit=1000 status = %d, want %d", rec.Code, http.StatusOK)
+	}
+}
+
+var summaryKeys = []string{"attempts", "connection", "delivery_key", "event", "id", "last_error",
+	"next_attempt_at", "outcome", "provider", "received_at", "status"}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func decodeObject(t *testing.T, raw []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("decode %s: %v", raw, err)
+	}
+	return m
+}
+
+func checkTimestamp(t *testing.T, name string, v any) {
+	t.Helper()
+	s, ok := v.(string)
+	if !ok {
+		t.Errorf("%s = %v, want an RFC 3339 string", name, v)
+		return
+	}
+	if _, err := time.Parse(time.RFC3339Nano, s); err != nil || !strings.HasSuffix(s, "Z") {
+		t.Errorf("%s = %q, want an RFC 3339 UTC timestamp", name, s)
+	}
+}
+
+func TestOperatorGet(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		f := newOperatorFixture(t, st)
+
+		code, raw := f.do(t, http.MethodGet, "/api/v1/deliveries/"+f.succeeded.ID)
+		if code != http.StatusOK {
+			t.Fatalf("status = %d, want %d (%s)", code, http.StatusOK, raw)
+		}
+		m := decodeObject(t, raw)
+		if got, want := keys(m), append(slices.Clone(summaryKeys), "body", "headers"); !slices.Equal(got, sortedCopy(want)) {
+			t.Errorf("keys = %v, want %v", got, sortedCopy(want))
+		}
+		checks := []struct {
+			name      string
+			got, want any
+		}{
+			{"id", m["id"], f.succeeded.ID},
+			{"connection", m["connection"], connFake},
+			{"provider", m["provider"], fakeProvider},
+			{"event", m["event"], "issue.opened"},
+			{"delivery_key", m["delivery_key"], "k0"},
+			{"status", m["status"], store.DeliverySucceeded},
+			{"attempts", m["attempts"], float64(1)},
+			{"last_error", m["last_error"], nil},
+			{"next_attempt_at", m["next_attempt_at"], nil},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+			}
+		}
+		checkTimestamp(t, "received_at", m["received_at"])
+		outcome, _ := m["outcome"].(map[string]any)
+		wantOutcome := map[string]any{"task_id": "task-1", "external_id": "fake:7", "action": "create", "result": "created"}
+		if len(outcome) != len(wantOutcome) {
+			t.Errorf("outcome = %v, want %v", m["outcome"], wantOutcome)
+		}
+		for k, v := range wantOutcome {
+			if outcome[k] != v {
+				t.Errorf("outcome.%s = %v, want %v", k, outcome[k], v)
+			}
+		}
+		body, _ := m["body"].(map[string]any)
+		if body["action"] != "opened" {
+			t.Errorf("body = %v, want the stored JSON object", m["body"])
+		}
+		headers, _ := m["headers"].(map[string]any)
+		if _, ok := headers["X-Fake-Event"]; !ok {
+			t.Errorf("headers = %v, want X-Fake-Event", m["headers"])
+		}
+		if _, ok := headers["X-Hub-Signature-256"]; ok {
+			t.Errorf("headers = %v, shows a signature", m["headers"])
+		}
+
+		// Not JSON: the body is a string; failed: last_error, no outcome.
+		code, raw = f.do(t, http.MethodGet, "/api/v1/deliveries/"+f.failed.ID)
+		if code != http.StatusOK {
+			t.Fatalf("status = %d (%s)", code, raw)
+		}
+		m = decodeObject(t, raw)
+		if m["body"] != "plain text" {
+			t.Errorf("body = %v, want the string %q", m["body"], "plain text")
+		}
+		if m["last_error"] != "parse: malformed payload" || m["outcome"] != nil || m["status"] != store.DeliveryFailed {
+			t.Errorf("failed delivery = %s", raw)
+		}
+
+		// Pending: next_attempt_at is set.
+		code, raw = f.do(t, http.MethodGet, "/api/v1/deliveries/"+f.all[0].ID)
+		if code != http.StatusOK {
+			t.Fatalf("status = %d (%s)", code, raw)
+		}
+		m = decodeObject(t, raw)
+		checkTimestamp(t, "next_attempt_at", m["next_attempt_at"])
+		if m["outcome"] != nil {
+			t.Errorf("queued outcome = %v, want null", m["outcome"])
+		}
+
+		for _, id := range []string{"00000000-0000-4000-8000-000000000000", "not-a-uuid"} {
+			code, raw = f.do(t, http.MethodGet, "/api/v1/deliveries/"+id)
+			if code != http.StatusNotFound || !strings.Contains(string(raw), `"error":"delivery not found"`) {
+				t.Errorf("get %s = %d %s, want 404 delivery not found", id, code, raw)
+			}
+		}
+	})
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	sort.Strings(out)
+	return out
+}
+
+func TestOperatorReplay(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		f := newOperatorFixture(t, st)
+
+		code, raw := f.do(t, http.MethodPost, "/api/v1/deliveries/"+f.failed.ID+"/replay")
+		if code != http.StatusAccepted {
+			t.Fatalf("replay status = %d, want %d (%s)", code, http.StatusAccepted, raw)
+		}
+		m := decodeObject(t, raw)
+		if got := keys(m); !slices.Equal(got, summaryKeys) {
+			t.Errorf("keys = %v, want %v", got, summaryKeys)
+		}
+		if m["status"] != store.DeliveryQueued || m["attempts"] != float64(0) || m["last_error"] != nil || m["outcome"] != nil {
+			t.Errorf("replayed = %s, want queued with 0 attempts and no error", raw)
+		}
+		d := getDelivery(t, st, f.failed.ID)
+		if d.Status != store.DeliveryQueued || !d.NextAttemptAt.Equal(f.clock.Now()) {
+			t.Errorf("stored after replay: status %s next %v, want queued due now %v", d.Status, d.NextAttemptAt, f.clock.Now())
+		}
+		if n := f.st.n.Load(); n != 1 {
+			t.Errorf("notifications = %d, want 1", n)
+		}
+
+		// A succeeded delivery can be replayed too.
+		if code, raw := f.do(t, http.MethodPost, "/api/v1/deliveries/"+f.succeeded.ID+"/replay"); code != http.StatusAccepted {
+			t.Errorf("replay succeeded = %d, want %d (%s)", code, http.StatusAccepted, raw)
+		}
+
+		tests := []struct {
+			name      string
+			id        string
+			wantCode  int
+			wantError string
+		}{
+			{"being processed", f.processing.ID, http.StatusConflict, "delivery is being processed; replay it once it has finished"},
+			{"unknown", "00000000-0000-4000-8000-000000000000", http.StatusNotFound, "delivery not found"},
+			{"not an id", "nope", http.StatusNotFound, "delivery not found"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				rec := httptest.NewRecorder()
+				f.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/deliveries/"+tt.id+"/replay", nil))
+				if rec.Code != tt.wantCode {
+					t.Errorf("status = %d, want %d", rec.Code, tt.wantCode)
+				}
+				if got := errorMessage(t, rec); got != tt.wantError {
+					t.Errorf("error = %q, want %q", got, tt.wantError)
+				}
+			})
+		}
+
+		// Once its lease has expired (the worker died), it can be replayed.
+		f.clock.Advance(2 * time.Minute)
+		if code, raw := f.do(t, http.MethodPost, "/api/v1/deliveries/"+f.processing.ID+"/replay"); code != http.StatusAccepted {
+			t.Errorf("replay after lease expiry = %d, want %d (%s)", code, http.StatusAccepted, raw)
+		}
+	})
+}

@@ -1,0 +1,309 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// MaxBodyBytes caps a webhook body (25 MiB, GitHub's own cap); larger bodies
+// are answered 413.
+const MaxBodyBytes = 25 << 20
+
+// Limits on the header-derived columns, so that one odd request can never
+// fail the batch it is committed with (index entry size, encoding).
+const (
+	maxDeliveryKeyBytes = 512
+	maxEventBytes       = 256
+)
+
+// Delivery statuses of a receipt.
+const (
+	ReceiptAccepted  = "accepted"
+	ReceiptDuplicate = "duplicate"
+)
+
+// alwaysSecretHeaders are never stored or shown, whatever the provider.
+var alwaysSecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
+
+// DeliveryWriter is what the receiver needs from the store.
+type DeliveryWriter interface {
+	// InsertDeliveries commits a batch in one transaction (see store.Store).
+	InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]store.InsertedDelivery, error)
+	// Notify wakes the workers (best effort).
+	Notify(ctx context.Context, channel string) error
+}
+
+// ReceiverOptions tune a Receiver.
+type ReceiverOptions struct {
+	// VerifyOnly verifies the signature and answers 202 without storing
+	// anything. It exists only for the ingest benchmark, to measure the
+	// ceiling of the HTTP and verification path; never use it to serve.
+	VerifyOnly bool
+	// MaxBatch caps the deliveries committed in one transaction
+	// (DefaultMaxBatch when zero).
+	MaxBatch int
+}
+
+// Receiver is the http.Handler of POST /webhooks/{connection}. Run must be
+// running for receipts to be committed.
+type Receiver struct {
+	adapters    map[string]connectors.Adapter
+	connections func(id string) (config.Connection, bool)
+	logger      *slog.Logger
+	now         func() time.Time
+	opts        ReceiverOptions
+
+	commits *groupCommit
+	started atomic.Bool
+}
+
+// ReceiptResponse is the 202 body.
+type ReceiptResponse struct {
+	DeliveryID string `json:"delivery_id"`
+	Status     string `json:"status"` // accepted | duplicate
+}
+
+// NewReceiver returns a Receiver storing deliveries through st. adapters is
+// keyed by provider name (config.Connection.Provider); connections resolves
+// a connection ID from the URL.
+func NewReceiver(st DeliveryWriter, adapters map[string]connectors.Adapter, connections func(id string) (config.Connection, bool), logger *slog.Logger, now func() time.Time) *Receiver {
+	return NewReceiverWithOptions(st, adapters, connections, logger, now, ReceiverOptions{})
+}
+
+// NewReceiverWithOptions is NewReceiver with options (the benchmark's
+// VerifyOnly ceiling, the batch cap). With VerifyOnly, st may be nil.
+func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Adapter, connections func(id string) (config.Connection, bool), logger *slog.Logger, now func() time.Time, opts ReceiverOptions) *Receiver {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	return &Receiver{
+		adapters:    adapters,
+		connections: connections,
+		logger:      logger,
+		now:         now,
+		opts:        opts,
+		commits:     newGroupCommit(st, logger, opts.MaxBatch),
+	}
+}
+
+// Register mounts the receiver at POST /webhooks/{connection}.
+func (rc *Receiver) Register(r *mux.Router) {
+	r.Handle("/webhooks/{connection}", rc).Methods(http.MethodPost)
+}
+
+// Run commits receipts until ctx ends, then returns nil. A batch in flight
+// when ctx ends still completes; receipts after that are answered 503. Run
+// may be called once.
+func (rc *Receiver) Run(ctx context.Context) error {
+	if !rc.started.CompareAndSwap(false, true) {
+		return errors.New("receiver already started")
+	}
+	rc.commits.run(ctx)
+	return nil
+}
+
+// ServeHTTP receives one delivery.
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := rc.receive(w, r); err != nil {
+		httpapi.WriteError(w, r, rc.logger, err)
+	}
+}
+
+func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	connID := mux.Vars(r)["connection"]
+	conn, ok := rc.connections(connID)
+	if !ok || connID == "" {
+		return failure.New(failure.NotFound, "connection not found")
+	}
+	adapter, ok := rc.adapters[conn.Provider]
+	if !ok {
+		return fmt.Errorf("receive webhook: no adapter for provider %q of connection %q", conn.Provider, conn.ID)
+	}
+
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+
+	// A connection without a secret is refused at start-up; should one get
+	// here anyway, it is never accepted unsigned.
+	secrets := conn.SecretBytes()
+	if len(secrets) == 0 {
+		rc.logger.WarnContext(ctx, "webhook refused: connection has no secret", "connection", conn.ID)
+		return failure.New(failure.Unauthorized, "invalid signature")
+	}
+	if err := adapter.Verify(r.Header, body, secrets); err != nil {
+		// The reason stays in the log; the caller learns nothing more.
+		rc.logger.WarnContext(ctx, "webhook signature rejected", "connection", conn.ID,
+			"provider", conn.Provider, "reason", err, "remote_addr", r.RemoteAddr)
+		return failure.New(failure.Unauthorized, "invalid signature")
+	}
+
+	key := adapter.DeliveryKey(r.Header, body)
+	switch {
+	case key == "":
+		return failure.New(failure.Invalid, "missing delivery key")
+	case len(key) > maxDeliveryKeyBytes:
+		return failure.New(failure.Invalid, "delivery key exceeds %d bytes", maxDeliveryKeyBytes)
+	case !utf8.ValidString(key) || strings.ContainsRune(key, 0):
+		return failure.New(failure.Invalid, "delivery key is not valid UTF-8 text")
+	}
+	headers, err := EncodeHeaders(r.Header, adapter.SecretHeaders())
+	if err != nil {
+		return err
+	}
+	d := store.Delivery{
+		ConnectionID: conn.ID,
+		Provider:     conn.Provider,
+		Event:        cleanEvent(adapter.EventName(r.Header)),
+		DeliveryKey:  key,
+		Headers:      headers,
+		Body:         body,
+		ReceivedAt:   rc.now().UTC().Truncate(time.Microsecond),
+	}
+
+	if rc.opts.VerifyOnly {
+		httpapi.WriteJSON(w, http.StatusAccepted, ReceiptResponse{DeliveryID: uuid.NewString(), Status: ReceiptAccepted})
+		return nil
+	}
+
+	ins, err := rc.commits.submit(ctx, d)
+	if err != nil {
+		return classifyCommitError(err)
+	}
+	status := ReceiptAccepted
+	if ins.Duplicate {
+		status = ReceiptDuplicate
+	}
+	rc.logger.DebugContext(ctx, "webhook received", "connection", conn.ID, "delivery_id", ins.ID,
+		"event", d.Event, "status", status, "bytes", len(body))
+	httpapi.WriteJSON(w, http.StatusAccepted, ReceiptResponse{DeliveryID: ins.ID, Status: status})
+	return nil
+}
+
+// classifyCommitError maps a failed commit to the answer the provider gets:
+// 503 (retry) for everything but a bug (a constraint the inbox should never
+// violate), which is a 500.
+func classifyCommitError(err error) error {
+	switch {
+	case errors.Is(err, errStopped):
+		return failure.Wrap(failure.Unavailable, err, "service shutting down")
+	case errors.Is(err, store.ErrConstraint):
+		return fmt.Errorf("receive webhook: %w", err)
+	default:
+		return failure.Wrap(failure.Unavailable, err, "storage unavailable")
+	}
+}
+
+// readBody reads the body bounded at MaxBodyBytes (413 above).
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooLarge := failure.New(failure.TooLarge, "request body exceeds %d bytes", MaxBodyBytes)
+	if r.ContentLength > MaxBodyBytes {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	if r.Body == nil {
+		return nil, nil
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || r.Context().Err() != nil {
+			return nil, failure.Wrap(failure.Invalid, err, "incomplete request body")
+		}
+		return nil, failure.Wrap(failure.Invalid, err, "could not read request body")
+	}
+	return buf.Bytes(), nil
+}
+
+// EncodeHeaders returns h as the JSON object stored with a delivery
+// (canonical name → values, as http.Header marshals), without the secret
+// headers, Authorization, Proxy-Authorization and Cookie.
+func EncodeHeaders(h http.Header, secretHeaders []string) (string, error) {
+	out := make(http.Header, len(h))
+	for name, values := range h {
+		out[http.CanonicalHeaderKey(name)] = values
+	}
+	for _, name := range secretHeaders {
+		delete(out, http.CanonicalHeaderKey(name))
+	}
+	for _, name := range alwaysSecretHeaders {
+		delete(out, name)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encode headers: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeHeaders turns a delivery's stored headers back into an http.Header,
+// for the Processor's call to the adapter's Parse.
+func DecodeHeaders(raw string) (http.Header, error) {
+	h := http.Header{}
+	if raw == "" {
+		return h, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &h); err != nil {
+		return nil, fmt.Errorf("decode headers: %w", err)
+	}
+	return h, nil
+}
+
+// cleanEvent makes a header-supplied event name safe to store.
+func cleanEvent(s string) string {
+	return truncateUTF8(cleanText(s), maxEventBytes)
+}
+
+// cleanText makes s storable as text in both dialects: valid UTF-8, no NUL
+// (PostgreSQL refuses both in text columns).
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
+
+// truncateUTF8 cuts valid UTF-8 s to at most n bytes on a rune boundary.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,486 @@
+package inbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// Prepared is what processing needs to know before it may start.
+type Prepared struct {
+	// EntityKey names the source entity; deliveries sharing it are never
+	// processed concurrently. Empty: the delivery needs no serialization
+	// (e.g. a ping).
+	EntityKey string
+	// Event is the refined event name ("issues.opened"); empty keeps the
+	// received one.
+	Event string
+}
+
+// Outcome is the result of a processed delivery.
+type Outcome struct {
+	// Status is store.DeliverySucceeded (the default when empty),
+	// store.DeliveryIgnored or store.DeliverySuppressed.
+	Status     string
+	TaskID     string
+	ExternalID string
+	Action     string
+	Result     string
+}
+
+// Processor turns deliveries into task actions.
+type Processor interface {
+	// Prepare parses the delivery. Errors wrapping ErrPermanent or
+	// connectors.ErrMalformedPayload fail the delivery without retries.
+	Prepare(ctx context.Context, d store.Delivery) (Prepared, error)
+	// Process applies the delivery; it runs holding the entity lease. Errors
+	// are retried with backoff unless they wrap ErrPermanent or
+	// connectors.ErrMalformedPayload.
+	Process(ctx context.Context, d store.Delivery, p Prepared) (Outcome, error)
+}
+
+// ErrPermanent marks a processing error that no retry can fix.
+var ErrPermanent = errors.New("permanent failure")
+
+// Worker defaults.
+const (
+	DefaultConcurrency = 4
+	DefaultLease       = 30 * time.Second
+	DefaultBatchSize   = 1
+	DefaultMaxAttempts = 8
+	DefaultMaxIdle     = time.Second
+	DefaultMinIdle     = 100 * time.Millisecond
+	DefaultBusyDelay   = 100 * time.Millisecond
+)
+
+// Retry backoff (DESIGN.md: exponential, cenkalti/backoff).
+const (
+	retryInitial       = time.Second
+	retryMultiplier    = 2
+	retryMaxInterval   = 5 * time.Minute
+	retryRandomization = 0.2
+)
+
+// maxLastErrorBytes bounds the stored last_error.
+const maxLastErrorBytes = 4096
+
+// finishTimeout bounds the bookkeeping writes that still run when the worker
+// is stopping.
+const finishTimeout = 10 * time.Second
+
+// WorkerOptions tune a Worker; zero values take the defaults.
+type WorkerOptions struct {
+	// Concurrency is the number of goroutines claiming and processing.
+	Concurrency int
+	// Lease is how long a claimed delivery (and its entity) stays leased; a
+	// worker that dies is replaced once it expires. Processing of one
+	// delivery is cancelled after Lease.
+	Lease time.Duration
+	// BatchSize is how many deliveries one goroutine claims at a time. One
+	// keeps leases short and spreads work evenly across goroutines and
+	// replicas.
+	BatchSize int
+	// MaxAttempts is the number of attempts after which a failing delivery
+	// ends failed.
+	MaxAttempts int
+	// MaxIdle caps an idle sleep, so expired leases and due retries are
+	// noticed without a notification.
+	MaxIdle time.Duration
+	// MinIdle is the idle sleep when deliveries are due but none could be
+	// claimed (their entities are leased): no busy polling.
+	MinIdle time.Duration
+	// BusyDelay postpones a delivery whose entity another worker holds; the
+	// wait does not count as an attempt.
+	BusyDelay time.Duration
+}
+
+func (o WorkerOptions) withDefaults() WorkerOptions {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.MaxIdle <= 0 {
+		o.MaxIdle = DefaultMaxIdle
+	}
+	if o.MinIdle <= 0 {
+		o.MinIdle = min(DefaultMinIdle, o.MaxIdle)
+	}
+	if o.BusyDelay <= 0 {
+		o.BusyDelay = DefaultBusyDelay
+	}
+	return o
+}
+
+// Worker processes the inbox.
+type Worker struct {
+	st     store.Store
+	proc   Processor
+	logger *slog.Logger
+	now    func() time.Time
+	opts   WorkerOptions
+
+	// wake is closed (and replaced) on every notification. A goroutine takes
+	// it before claiming, so a notification that arrives while it claims or
+	// computes its sleep is never missed.
+	wakeMu sync.Mutex
+	wake   chan struct{}
+}
+
+// NewWorker returns a worker; Run starts it.
+func NewWorker(st store.Store, proc Processor, logger *slog.Logger, now func() time.Time, opts WorkerOptions) *Worker {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Worker{st: st, proc: proc, logger: logger, now: now, opts: opts.withDefaults(), wake: make(chan struct{})}
+}
+
+// Run processes deliveries with Concurrency goroutines until ctx ends, then
+// returns nil once every goroutine has stopped. A delivery being processed
+// when ctx ends is put back, its attempt not counted.
+func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { w.listen(ctx) })
+	for range w.opts.Concurrency {
+		// Each goroutine has its own owner: leases are never shared, so one
+		// goroutine can never release another's entity lease.
+		owner := newOwnerID()
+		wg.Go(func() { w.loop(ctx, owner) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// newOwnerID returns <hostname>-<pid>-<random>.
+func newOwnerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// listen turns store notifications into wake-ups of the idle goroutines.
+func (w *Worker) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := w.st.WaitForNotification(ctx, Channel); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.logger.WarnContext(ctx, "wait for notification failed", "channel", Channel, "error", err)
+			w.sleep(ctx, w.opts.MaxIdle)
+			continue
+		}
+		w.wakeMu.Lock()
+		close(w.wake)
+		w.wake = make(chan struct{})
+		w.wakeMu.Unlock()
+	}
+}
+
+func (w *Worker) wakeChan() <-chan struct{} {
+	w.wakeMu.Lock()
+	defer w.wakeMu.Unlock()
+	return w.wake
+}
+
+func (w *Worker) loop(ctx context.Context, owner string) {
+	failing := false
+	for ctx.Err() == nil {
+		wake := w.wakeChan()
+		n, err := w.claimAndProcess(ctx, owner)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !failing {
+				w.logger.WarnContext(ctx, "claim deliveries failed", "owner", owner, "error", err)
+				failing = true
+			}
+			w.sleep(ctx, w.opts.MaxIdle)
+			continue
+		}
+		if failing {
+			w.logger.InfoContext(ctx, "claim deliveries recovered", "owner", owner)
+			failing = false
+		}
+		if n == 0 {
+			w.idle(ctx, wake)
+		}
+	}
+}
+
+// claimAndProcess claims one batch and processes it, returning how many
+// deliveries it claimed.
+func (w *Worker) claimAndProcess(ctx context.Context, owner string) (int, error) {
+	ds, err := w.st.ClaimDeliveries(ctx, owner, w.now(), w.opts.Lease, w.opts.BatchSize)
+	if err != nil {
+		return 0, fmt.Errorf("claim deliveries: %w", err)
+	}
+	for _, d := range ds {
+		w.handle(ctx, owner, d)
+	}
+	return len(ds), nil
+}
+
+// idle waits for a notification, the next due delivery, or MaxIdle.
+func (w *Worker) idle(ctx context.Context, wake <-chan struct{}) {
+	wait := w.opts.MaxIdle
+	due, err := w.st.NextDeliveryDue(ctx)
+	if err == nil && !due.IsZero() {
+		switch d := due.Sub(w.now()); {
+		case d <= 0:
+			// Due but not claimable: its entity is leased. Poll gently.
+			wait = w.opts.MinIdle
+		case d < wait:
+			wait = d
+		}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-wake:
+	case <-t.C:
+	}
+}
+
+func (w *Worker) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// handle runs one claimed delivery to its recorded outcome.
+func (w *Worker) handle(ctx context.Context, owner string, d store.Delivery) {
+	pctx, cancel := context.WithTimeout(ctx, w.opts.Lease)
+	defer cancel()
+
+	prep, err := w.prepare(pctx, d)
+	if err != nil {
+		w.fail(ctx, pctx, owner, d, fmt.Errorf("prepare: %w", err))
+		return
+	}
+	if prep.Event != "" {
+		d.Event = cleanEvent(prep.Event)
+	}
+	d.EntityKey = entityKey(prep.EntityKey)
+
+	if d.EntityKey != "" {
+		now := w.now()
+		ok, err := w.st.AcquireEntityLease(ctx, d.EntityKey, owner, d.ID, now, now.Add(w.opts.Lease))
+		if err != nil {
+			w.fail(ctx, pctx, owner, d, fmt.Errorf("acquire entity lease: %w", err))
+			return
+		}
+		if !ok {
+			w.postpone(ctx, owner, d)
+			return
+		}
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+			defer cancel()
+			if err := w.st.ReleaseEntityLease(rctx, d.EntityKey, owner); err != nil {
+				// It expires on its own after the lease.
+				w.logger.WarnContext(ctx, "release entity lease failed", "delivery_id", d.ID,
+					"entity_key", d.EntityKey, "error", err)
+			}
+		}()
+	}
+
+	out, err := w.process(pctx, d, prep)
+	if err != nil {
+		w.fail(ctx, pctx, owner, d, err)
+		return
+	}
+	switch out.Status {
+	case "":
+		out.Status = store.DeliverySucceeded
+	case store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed:
+	default:
+		w.fail(ctx, pctx, owner, d, fmt.Errorf("processor returned status %q: %w", out.Status, ErrPermanent))
+		return
+	}
+	now := w.now()
+	d.Status = out.Status
+	d.LastError = ""
+	d.NextAttemptAt = now
+	d.ProcessedAt = &now
+	d.OutcomeTaskID, d.OutcomeExternalID = cleanText(out.TaskID), cleanText(out.ExternalID)
+	d.OutcomeAction, d.OutcomeResult = cleanText(out.Action), cleanText(out.Result)
+	w.finish(ctx, owner, d)
+}
+
+// prepare calls the processor's Prepare, turning a panic into an error.
+func (w *Worker) prepare(ctx context.Context, d store.Delivery) (p Prepared, err error) {
+	defer w.recoverPanic(ctx, d, "prepare", &err)
+	return w.proc.Prepare(ctx, d)
+}
+
+// process calls the processor's Process, turning a panic into an error: a
+// poison delivery never kills the worker.
+func (w *Worker) process(ctx context.Context, d store.Delivery, p Prepared) (o Outcome, err error) {
+	defer w.recoverPanic(ctx, d, "process", &err)
+	return w.proc.Process(ctx, d, p)
+}
+
+func (w *Worker) recoverPanic(ctx context.Context, d store.Delivery, stage string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	w.logger.ErrorContext(ctx, "processor panicked", "delivery_id", d.ID, "connection", d.ConnectionID,
+		"stage", stage, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	*err = fmt.Errorf("panic: %v", r)
+}
+
+// postpone puts back a delivery whose entity another worker holds: queued,
+// the attempt not counted, due a little later, entity recorded so claims skip
+// it while that lease lives.
+func (w *Worker) postpone(ctx context.Context, owner string, d store.Delivery) {
+	d.Status = store.DeliveryQueued
+	d.Attempts = max(d.Attempts-1, 0)
+	d.NextAttemptAt = w.now().Add(w.opts.BusyDelay)
+	d.ProcessedAt = nil
+	w.logger.DebugContext(ctx, "delivery postponed: entity busy", "delivery_id", d.ID, "entity_key", d.EntityKey)
+	w.finish(ctx, owner, d)
+}
+
+// fail records a failed attempt: put back uncounted when the worker is
+// stopping, failed when permanent or out of attempts, retrying otherwise.
+// pctx is the processing context, to tell a timeout from a shutdown.
+func (w *Worker) fail(ctx, pctx context.Context, owner string, d store.Delivery, err error) {
+	now := w.now()
+	d.ProcessedAt = nil
+	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = "", "", "", ""
+	switch {
+	case ctx.Err() != nil:
+		d.Status = store.DeliveryQueued
+		d.Attempts = max(d.Attempts-1, 0)
+		d.NextAttemptAt = now
+		w.logger.InfoContext(ctx, "delivery put back: worker stopping", "delivery_id", d.ID)
+		w.finish(ctx, owner, d)
+		return
+	case errors.Is(pctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded):
+		err = fmt.Errorf("processing exceeded the %s lease: %w", w.opts.Lease, err)
+	}
+	d.LastError = lastError(err)
+	switch {
+	case IsPermanent(err):
+		d.Status = store.DeliveryFailed
+		d.NextAttemptAt = now
+		d.ProcessedAt = &now
+		w.logger.WarnContext(ctx, "delivery failed permanently", "delivery_id", d.ID, "connection", d.ConnectionID,
+			"event", d.Event, "attempts", d.Attempts, "error", err)
+	case d.Attempts >= w.opts.MaxAttempts:
+		d.Status = store.DeliveryFailed
+		d.LastError = lastError(fmt.Errorf("gave up after %d attempts: %w", d.Attempts, err))
+		d.NextAttemptAt = now
+		d.ProcessedAt = &now
+		w.logger.WarnContext(ctx, "delivery failed: attempts exhausted", "delivery_id", d.ID, "connection", d.ConnectionID,
+			"event", d.Event, "attempts", d.Attempts, "error", err)
+	default:
+		d.Status = store.DeliveryRetrying
+		d.NextAttemptAt = now.Add(RetryInterval(d.Attempts))
+		w.logger.InfoContext(ctx, "delivery will be retried", "delivery_id", d.ID, "connection", d.ConnectionID,
+			"event", d.Event, "attempts", d.Attempts, "next_attempt_at", d.NextAttemptAt, "error", err)
+	}
+	w.finish(ctx, owner, d)
+}
+
+// finish writes the delivery's new state, even when the worker is stopping.
+func (w *Worker) finish(ctx context.Context, owner string, d store.Delivery) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := w.st.FinishDelivery(fctx, d, owner); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			// Our lease expired and another worker took the delivery over
+			// (or an operator replayed it); its outcome is theirs to record.
+			w.logger.WarnContext(ctx, "delivery lease lost before finishing", "delivery_id", d.ID, "status", d.Status)
+			return
+		}
+		// The lease expires and the delivery is claimed again.
+		w.logger.ErrorContext(ctx, "record delivery outcome failed", "delivery_id", d.ID, "status", d.Status, "error", err)
+		return
+	}
+	if d.Status == store.DeliverySucceeded || d.Status == store.DeliveryIgnored || d.Status == store.DeliverySuppressed {
+		w.logger.DebugContext(ctx, "delivery processed", "delivery_id", d.ID, "connection", d.ConnectionID,
+			"event", d.Event, "status", d.Status, "task_id", d.OutcomeTaskID, "action", d.OutcomeAction)
+	}
+}
+
+// IsPermanent reports whether err fails a delivery without retries.
+func IsPermanent(err error) bool {
+	return errors.Is(err, ErrPermanent) || errors.Is(err, connectors.ErrMalformedPayload)
+}
+
+// RetryInterval is the wait before the attempt following attempt number
+// attempts (1 for the first): exponential from 1s, doubling, capped at 5m,
+// ±20% jitter. It depends only on the persisted attempt count.
+func RetryInterval(attempts int) time.Duration {
+	b := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(retryInitial),
+		backoff.WithMultiplier(retryMultiplier),
+		backoff.WithMaxInterval(retryMaxInterval),
+		backoff.WithRandomizationFactor(retryRandomization),
+		backoff.WithMaxElapsedTime(0),
+	)
+	attempts = max(attempts, 1)
+	// The interval stops growing at the cap, at most ~10 doublings in.
+	attempts = min(attempts, 64)
+	var next time.Duration
+	for range attempts {
+		next = b.NextBackOff()
+	}
+	return next
+}
+
+// lastError is err's text, bounded, as stored in last_error.
+func lastError(err error) string {
+	s := cleanText(err.Error())
+	if len(s) <= maxLastErrorBytes {
+		return s
+	}
+	return truncateUTF8(s, maxLastErrorBytes) + "…"
+}
+
+// maxEntityKeyBytes bounds an entity key (a primary key); longer keys are
+// replaced by their digest, which serializes the same deliveries.
+const maxEntityKeyBytes = 512
+
+func entityKey(s string) string {
+	s = cleanText(s)
+	if len(s) <= maxEntityKeyBytes {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
