@@ -6,8 +6,6 @@ CREATE TABLE deliveries (
     provider            TEXT NOT NULL,
     event               TEXT NOT NULL,
     delivery_key        TEXT NOT NULL,
-    headers             TEXT NOT NULL,
-    body                BYTEA NOT NULL,
     status              TEXT NOT NULL CHECK (status IN
         ('queued', 'processing', 'succeeded', 'ignored', 'suppressed', 'retrying', 'failed')),
     attempts            INTEGER NOT NULL DEFAULT 0,
@@ -22,6 +20,10 @@ CREATE TABLE deliveries (
     outcome_external_id TEXT,
     outcome_action      TEXT,
     outcome_result      TEXT,
+    -- The raw delivery goes last: SQLite reads columns in order, and a
+    -- column after a large value costs a walk of its overflow pages.
+    headers             TEXT NOT NULL,
+    body                BYTEA NOT NULL,
     CONSTRAINT uniq_deliveries_key UNIQUE (connection_id, delivery_key)
 );
 CREATE INDEX idx_deliveries_due ON deliveries (next_attempt_at)

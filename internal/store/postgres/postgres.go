@@ -98,6 +98,12 @@ func (d *Driver) Begin(ctx context.Context) (sqlstore.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
+	if store.DeferredSync(ctx) {
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			_ = tx.Rollback(ctx)
+			return nil, err
+		}
+	}
 	return &pgTx{tx: tx}, nil
 }
 

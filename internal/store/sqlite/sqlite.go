@@ -30,8 +30,15 @@ import (
 
 // Driver is the SQLite sqlstore.Driver.
 type Driver struct {
-	writer *sql.DB
+	writer *sql.DB // pinned wconn plus one connection for migrations
 	reader *sql.DB
+	wconn  *sql.Conn
+	wmu    chan struct{}
+	wstmts map[string]*sql.Stmt // guarded by wmu
+	rstmts sync.Map             // query → *sql.Stmt on reader
+
+	stopCheckpoints context.CancelFunc
+	checkpointsDone chan struct{}
 
 	mu          sync.Mutex
 	subscribers map[string][]func()
@@ -52,15 +59,18 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 	for _, p := range pragmas {
 		q.Add("_pragma", p)
 	}
-	q.Set("_txlock", "immediate")
+	// Checkpoints run in the background (checkpointLoop), never inside a
+	// commit, so they do not stall acknowledgements.
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	dsn := "file:" + path + "?" + q.Encode()
 	writer, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	// One writer: SQLite serializes writes anyway; queuing them in-process
-	// avoids busy-wait storms under concurrency.
-	writer.SetMaxOpenConns(1)
+	// avoids busy-wait storms under concurrency. The second connection only
+	// serves goose's migrations.
+	writer.SetMaxOpenConns(2)
 	writer.SetConnMaxIdleTime(0)
 	rq := url.Values{}
 	for _, p := range append(pragmas, "query_only(1)") {
@@ -72,11 +82,16 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 		return nil, fmt.Errorf("open sqlite reader: %w", err)
 	}
 	reader.SetMaxOpenConns(4)
-	d := &Driver{writer: writer, reader: reader, subscribers: map[string][]func(){}}
-	if err := writer.PingContext(ctx); err != nil {
-		d.Close()
+	d := &Driver{writer: writer, reader: reader, subscribers: map[string][]func(){},
+		wmu: make(chan struct{}, 1), wstmts: map[string]*sql.Stmt{}}
+	if d.wconn, err = writer.Conn(ctx); err != nil {
+		writer.Close()
+		reader.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
+	loopCtx, stop := context.WithCancel(context.Background())
+	d.stopCheckpoints, d.checkpointsDone = stop, make(chan struct{})
+	go d.checkpointLoop(loopCtx)
 	return d, nil
 }
 
@@ -92,33 +107,170 @@ func isRead(q string) bool {
 	return len(s) >= 6 && (strings.EqualFold(s[:6], "select") || strings.EqualFold(s[:4], "with"))
 }
 
+// The writer is one pinned connection used by one goroutine at a time
+// (wmu); its statements are prepared once and cached, and transactions are
+// plain BEGIN IMMEDIATE/COMMIT on it, so every statement of a transaction
+// reuses a prepared statement (preparing dominated the CPU profile).
+
+func (d *Driver) acquireWriter(ctx context.Context) error {
+	select {
+	case d.wmu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *Driver) releaseWriter() { <-d.wmu }
+
+// writerStmt returns the cached statement for q on the writer; the caller
+// holds the writer.
+func (d *Driver) writerStmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := d.wstmts[q]; ok {
+		return st, nil
+	}
+	st, err := d.wconn.PrepareContext(ctx, rebind(q))
+	if err != nil {
+		return nil, err
+	}
+	d.wstmts[q] = st
+	return st, nil
+}
+
+// readerStmt returns the cached statement for q on the reader pool
+// (database/sql prepares it once per pooled connection).
+func (d *Driver) readerStmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := d.rstmts.Load(q); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := d.reader.PrepareContext(ctx, rebind(q))
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := d.rstmts.LoadOrStore(q, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+// beginWrite takes the writer and sets its sync level for ctx: FULL unless
+// ctx defers sync (store.WithDeferredSync); the pragma cannot change inside a
+// transaction, so it is set before each one.
+func (d *Driver) beginWrite(ctx context.Context) error {
+	if err := d.acquireWriter(ctx); err != nil {
+		return err
+	}
+	q := `PRAGMA synchronous = FULL`
+	if store.DeferredSync(ctx) {
+		q = `PRAGMA synchronous = NORMAL`
+	}
+	st, err := d.writerStmt(ctx, q)
+	if err == nil {
+		_, err = st.ExecContext(ctx)
+	}
+	if err != nil {
+		d.releaseWriter()
+		return err
+	}
+	return nil
+}
+
 func (d *Driver) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return execOn(ctx, d.writer, q, args...)
+	if err := d.beginWrite(ctx); err != nil {
+		return 0, err
+	}
+	defer d.releaseWriter()
+	return d.execWriter(ctx, q, args...)
+}
+
+func (d *Driver) execWriter(ctx context.Context, q string, args ...any) (int64, error) {
+	st, err := d.writerStmt(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, convertArgs(args)...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (d *Driver) queryWriter(ctx context.Context, q string, args ...any) (*rows, error) {
+	st, err := d.writerStmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.QueryContext(ctx, convertArgs(args)...)
+	if err != nil {
+		return nil, err
+	}
+	return &rows{r: r}, nil
 }
 
 func (d *Driver) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
-	db := d.writer
 	if isRead(q) {
-		db = d.reader
+		st, err := d.readerStmt(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		r, err := st.QueryContext(ctx, convertArgs(args)...)
+		if err != nil {
+			return nil, err
+		}
+		return &rows{r: r}, nil
 	}
-	return queryOn(ctx, db, q, args...)
+	if err := d.beginWrite(ctx); err != nil {
+		return nil, err
+	}
+	r, err := d.queryWriter(ctx, q, args...)
+	if err != nil {
+		d.releaseWriter()
+		return nil, err
+	}
+	r.release = d.releaseWriter
+	return r, nil
 }
 
 func (d *Driver) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	db := d.writer
-	if isRead(q) {
-		db = d.reader
+	r, err := d.Query(ctx, q, args...)
+	if err != nil {
+		return errRow{err}
 	}
-	return queryRowOn(ctx, db, q, args...)
+	return rowsRow{r}
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// rowsRow reads the first row of a result set, then closes it.
+type rowsRow struct{ r sqlstore.Rows }
+
+func (r rowsRow) Scan(dest ...any) error {
+	defer r.r.Close()
+	if !r.r.Next() {
+		if err := r.r.Err(); err != nil {
+			return err
+		}
+		return sqlstore.ErrNoRows
+	}
+	if err := r.r.Scan(dest...); err != nil {
+		return err
+	}
+	return r.r.Err()
 }
 
 // Begin starts a BEGIN IMMEDIATE transaction on the writer.
 func (d *Driver) Begin(ctx context.Context) (sqlstore.Tx, error) {
-	tx, err := d.writer.BeginTx(ctx, nil)
-	if err != nil {
+	if err := d.beginWrite(ctx); err != nil {
 		return nil, err
 	}
-	return &sqliteTx{tx: tx}, nil
+	if _, err := d.execWriter(ctx, `BEGIN IMMEDIATE`); err != nil {
+		d.releaseWriter()
+		return nil, err
+	}
+	return &sqliteTx{d: d}, nil
 }
 
 var uniqueFailed = regexp.MustCompile(`UNIQUE constraint failed: ([\w.]+(?:, [\w.]+)*)`)
@@ -282,7 +434,34 @@ func (d *Driver) Subscribe(channel string, fn func()) {
 	d.subscribers[channel] = append(d.subscribers[channel], fn)
 }
 
+// checkpointLoop copies the WAL into the database every 250 ms with a
+// PASSIVE checkpoint on the spare writer connection: it never waits for
+// readers or the writer, and keeps the WAL from growing without bound.
+func (d *Driver) checkpointLoop(ctx context.Context) {
+	defer close(d.checkpointsDone)
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_, _ = d.writer.ExecContext(cctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+			cancel()
+		}
+	}
+}
+
 func (d *Driver) Close() {
+	d.stopCheckpoints()
+	<-d.checkpointsDone
+	d.rstmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
+	d.wmu <- struct{}{}
+	for _, st := range d.wstmts {
+		st.Close()
+	}
+	d.wconn.Close()
 	d.reader.Close()
 	d.writer.Close()
 }
@@ -365,49 +544,9 @@ func applyTimes(fix []*timeDest) {
 	}
 }
 
-type sqlExecutor interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func execOn(ctx context.Context, ex sqlExecutor, q string, args ...any) (int64, error) {
-	res, err := ex.ExecContext(ctx, rebind(q), convertArgs(args)...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-func queryOn(ctx context.Context, ex sqlExecutor, q string, args ...any) (sqlstore.Rows, error) {
-	r, err := ex.QueryContext(ctx, rebind(q), convertArgs(args)...)
-	if err != nil {
-		return nil, err
-	}
-	return &rows{r: r}, nil
-}
-
-func queryRowOn(ctx context.Context, ex sqlExecutor, q string, args ...any) sqlstore.Row {
-	return row{ex.QueryRowContext(ctx, rebind(q), convertArgs(args)...)}
-}
-
-type row struct{ r *sql.Row }
-
-func (r row) Scan(dest ...any) error {
-	conv, fix := convertDests(dest)
-	err := r.r.Scan(conv...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return sqlstore.ErrNoRows
-	}
-	if err == nil {
-		applyTimes(fix)
-	}
-	return err
-}
-
 type rows struct {
-	r   *sql.Rows
-	err error
+	r       *sql.Rows
+	release func() // returns the writer when the rows held it
 }
 
 func (r *rows) Next() bool { return r.r.Next() }
@@ -420,18 +559,54 @@ func (r *rows) Scan(dest ...any) error {
 	return nil
 }
 func (r *rows) Err() error { return r.r.Err() }
-func (r *rows) Close()     { r.r.Close() }
+func (r *rows) Close() {
+	r.r.Close()
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
 
-type sqliteTx struct{ tx *sql.Tx }
+type sqliteTx struct {
+	d    *Driver
+	done bool
+}
 
 func (t *sqliteTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return execOn(ctx, t.tx, q, args...)
+	return t.d.execWriter(ctx, q, args...)
 }
+
 func (t *sqliteTx) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
-	return queryOn(ctx, t.tx, q, args...)
+	return t.d.queryWriter(ctx, q, args...)
 }
+
 func (t *sqliteTx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	return queryRowOn(ctx, t.tx, q, args...)
+	r, err := t.d.queryWriter(ctx, q, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return rowsRow{r}
 }
-func (t *sqliteTx) Commit(context.Context) error   { return t.tx.Commit() }
-func (t *sqliteTx) Rollback(context.Context) error { return t.tx.Rollback() }
+
+func (t *sqliteTx) Commit(ctx context.Context) error {
+	if t.done {
+		return errors.New("transaction already finished")
+	}
+	t.done = true
+	defer t.d.releaseWriter()
+	if _, err := t.d.execWriter(ctx, `COMMIT`); err != nil {
+		_, _ = t.d.execWriter(context.WithoutCancel(ctx), `ROLLBACK`)
+		return err
+	}
+	return nil
+}
+
+func (t *sqliteTx) Rollback(ctx context.Context) error {
+	if t.done {
+		return nil
+	}
+	t.done = true
+	defer t.d.releaseWriter()
+	_, err := t.d.execWriter(context.WithoutCancel(ctx), `ROLLBACK`)
+	return err
+}

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/trackergateway/gateway/internal/store"
 )
@@ -75,11 +78,29 @@ func (q queries) getTask(ctx context.Context, what, where string, args ...any) (
 	return t, q.wrap(what, err)
 }
 
+// isTaskID reports whether id is a canonical (lowercase, hyphenated) UUID,
+// the only form task ids take. Anything else names no task: without this
+// check PostgreSQL would fail the uuid cast (a 500) where SQLite finds
+// nothing (a 404).
+func isTaskID(id string) bool {
+	if len(id) != 36 || strings.ToLower(id) != id {
+		return false
+	}
+	_, err := uuid.Parse(id)
+	return err == nil
+}
+
 func (q queries) GetTask(ctx context.Context, id string) (store.Task, error) {
+	if !isTaskID(id) {
+		return store.Task{}, fmt.Errorf("get task: %w", store.ErrNotFound)
+	}
 	return q.getTask(ctx, "get task", `id = $1`, id)
 }
 
 func (q queries) LockTask(ctx context.Context, id string) (store.Task, error) {
+	if !isTaskID(id) {
+		return store.Task{}, fmt.Errorf("lock task: %w", store.ErrNotFound)
+	}
 	return q.getTask(ctx, "lock task", `id = $1`+q.d.ForUpdate(), id)
 }
 
@@ -107,7 +128,8 @@ func (q queries) ListTasks(ctx context.Context, p store.TaskPage) ([]store.Task,
 		query += ` AND (created_at > $2 OR (created_at = $2 AND id > $3))`
 		args = append(args, p.AfterCreatedAt, p.AfterID)
 	}
-	query += fmt.Sprintf(` ORDER BY created_at, id LIMIT %d`, p.Limit)
+	args = append(args, p.Limit)
+	query += fmt.Sprintf(` ORDER BY created_at, id LIMIT $%d`, len(args))
 	rows, err := q.ex.Query(ctx, query, args...)
 	if err != nil {
 		return nil, q.wrap("list tasks", err)
@@ -152,6 +174,9 @@ func (q queries) UpdateTask(ctx context.Context, t store.Task) error {
 }
 
 func (q queries) DeleteTask(ctx context.Context, id string) error {
+	if !isTaskID(id) {
+		return fmt.Errorf("delete task: %w", store.ErrNotFound)
+	}
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	n, err := q.ex.Exec(ctx, `DELETE FROM tasks WHERE id = $1`, id)
