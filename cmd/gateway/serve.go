@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/dispatch"
+	"github.com/trackergateway/gateway/connectors/github"
+	"github.com/trackergateway/gateway/connectors/gitlab"
+	"github.com/trackergateway/gateway/connectors/jira"
+	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/idempotency"
+	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/projection"
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/postgres"
+	"github.com/trackergateway/gateway/internal/store/sqlite"
+	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/tasks"
+)
+
+var errUsage = errors.New("usage")
+
+// commonFlags are shared by serve and migrate (flag wins over environment).
+type commonFlags struct {
+	databaseURL string
+	listen      string
+	configPath  string
+	adminToken  string
+	logLevel    string
+	workers     int
+	// benchCeiling acknowledges webhooks without storing them: only for
+	// cmd/ingestbench's ceiling measurement; never durable.
+	benchCeiling bool
+}
+
+func parseCommon(name string, args []string, env Env, out io.Writer) (commonFlags, error) {
+	get := func(k, def string) string {
+		if v, ok := env(k); ok && v != "" {
+			return v
+		}
+		return def
+	}
+	var f commonFlags
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&f.databaseURL, "database-url", get("GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "sqlite:PATH or postgres://… (env GATEWAY_DATABASE_URL)")
+	fs.StringVar(&f.listen, "listen", get("GATEWAY_LISTEN", "127.0.0.1:8080"), "listen address (env GATEWAY_LISTEN)")
+	fs.StringVar(&f.configPath, "config", get("GATEWAY_CONFIG", ""), "YAML config file (env GATEWAY_CONFIG)")
+	fs.StringVar(&f.adminToken, "admin-token", get("GATEWAY_ADMIN_TOKEN", ""), "admin API token (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset")
+	fs.StringVar(&f.logLevel, "log-level", get("GATEWAY_LOG_LEVEL", "info"), "debug | info | warn | error")
+	fs.IntVar(&f.workers, "workers", 4, "delivery processing goroutines")
+	fs.BoolVar(&f.benchCeiling, "bench-ack-without-storing", false, "BENCHMARK ONLY: answer webhooks after verifying without storing them (not durable)")
+	if err := fs.Parse(args); err != nil {
+		return f, errUsage
+	}
+	return f, nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// openStore opens the store named by a database URL.
+func openStore(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.Store, error) {
+	switch {
+	case strings.HasPrefix(url, "sqlite:"):
+		d, err := sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"))
+		if err != nil {
+			return nil, err
+		}
+		return sqlstore.New(d), nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		d, err := postgres.Open(ctx, url, postgres.Options{}, logger)
+		if err != nil {
+			return nil, err
+		}
+		return sqlstore.New(d), nil
+	}
+	return nil, fmt.Errorf("database url %q: must start with sqlite: or postgres://", url)
+}
+
+func migrate(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
+	f, err := parseCommon("migrate", args, env, stderr)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(stderr, f.logLevel)
+	st, err := openStore(ctx, f.databaseURL, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "database is migrated (%s)\n", st.Dialect())
+	return nil
+}
+
+func adapters() map[string]connectors.Adapter {
+	return map[string]connectors.Adapter{
+		connectors.ProviderGitHub: github.Adapter{},
+		connectors.ProviderGitLab: gitlab.Adapter{},
+		connectors.ProviderJira:   jira.Adapter{},
+	}
+}
+
+// loadConfig reads the YAML file, or builds the zero-config one whose
+// webhook secrets come from the environment or are generated once, stored,
+// and printed.
+func loadConfig(ctx context.Context, path string, env Env, st store.Store, stdout io.Writer) (config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	return config.Default(env, func(provider string) (string, error) {
+		name := config.DefaultSecretEnv[provider]
+		if v, ok := env(name); ok && v != "" {
+			return v, nil
+		}
+		stored, created, err := st.EnsureGeneratedSecret(ctx, name, config.RandomSecret(), time.Now().UTC())
+		if err != nil {
+			return "", err
+		}
+		if created {
+			fmt.Fprintf(stdout, "generated webhook secret for connection %q (shown once; set %s to choose your own): %s\n", provider, name, stored)
+		}
+		return stored, nil
+	})
+}
+
+// applyConfig writes workspaces, steps and tokens idempotently, and the
+// admin token (from the flag/env, else generated and printed once).
+func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st store.Store, stdout io.Writer) error {
+	now := time.Now().UTC()
+	for _, w := range cfg.Workspaces {
+		ws := store.Workspace{ID: w.ID, Name: w.Name, TaskPrefix: w.TaskPrefix, CreatedAt: now}
+		for _, s := range w.Steps {
+			ws.Steps = append(ws.Steps, store.Step{ID: s.ID, Name: s.Name, WIPLimit: s.WIPLimit})
+		}
+		if err := st.UpsertWorkspace(ctx, ws); err != nil {
+			return fmt.Errorf("apply workspace %s: %w", w.ID, err)
+		}
+	}
+	for _, t := range cfg.Tokens {
+		if err := st.UpsertToken(ctx, store.Token{ID: uuid.NewString(), Name: t.Name, TokenSHA256: httpapi.HashToken(t.Token),
+			Workspaces: t.Workspaces, CreatedAt: now}); err != nil {
+			return fmt.Errorf("apply token %s: %w", t.Name, err)
+		}
+	}
+	if adminToken != "" {
+		return st.UpsertToken(ctx, store.Token{ID: uuid.NewString(), Name: config.AdminTokenName,
+			TokenSHA256: httpapi.HashToken(adminToken), Admin: true, CreatedAt: now})
+	}
+	if _, err := st.GetTokenByName(ctx, config.AdminTokenName); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	token := config.RandomSecret()
+	if err := st.UpsertToken(ctx, store.Token{ID: uuid.NewString(), Name: config.AdminTokenName,
+		TokenSHA256: httpapi.HashToken(token), Admin: true, CreatedAt: now}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "generated admin token (shown once; only its SHA-256 is stored; set GATEWAY_ADMIN_TOKEN to choose your own): %s\n", token)
+	return nil
+}
+
+func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
+	f, err := parseCommon("serve", args, env, stderr)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(stderr, f.logLevel)
+	st, err := openStore(ctx, f.databaseURL, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(ctx, f.configPath, env, st, stdout)
+	if err != nil {
+		return err
+	}
+	if err := applyConfig(ctx, cfg, f.adminToken, st, stdout); err != nil {
+		return err
+	}
+	conns := cfg.Connection
+	lookupConn := func(id string) (config.Connection, bool) { return conns(id) }
+	now := time.Now
+	ads := adapters()
+
+	coord := idempotency.New(st, logger, now)
+	svc := tasks.NewService(st, logger, now)
+	projector := projection.New(st, lookupConn, logger, now)
+	api := tasks.NewAPI(svc, coord, projector, st, logger, now)
+	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{VerifyOnly: f.benchCeiling})
+	if f.benchCeiling {
+		logger.Warn("webhooks are acknowledged WITHOUT being stored (--bench-ack-without-storing): benchmark only")
+	}
+	applier := dispatch.New(lookupConn, ads, coord, svc, st, logger, now)
+	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers})
+	recoverer := idempotency.NewRecoverer(coord, st, logger)
+
+	r := mux.NewRouter()
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, err := st.Migrated(r.Context())
+		if err != nil || !ok {
+			httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+			return
+		}
+		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	}).Methods(http.MethodGet)
+	receiver.Register(r)
+	// Full paths on the subrouters: a matcher, not a path prefix.
+	authed := r.MatcherFunc(func(r *http.Request, _ *mux.RouteMatch) bool {
+		return strings.HasPrefix(r.URL.Path, "/api/")
+	}).Subrouter()
+	authed.Use(httpapi.Authenticate(st, logger))
+	api.Register(authed)
+	ops := authed.NewRoute().Subrouter()
+	ops.Use(httpapi.RequireAdmin(logger))
+	inbox.RegisterOperatorRoutes(ops, st, logger, now)
+	dispatch.RegisterSuppressionRoutes(ops, st, logger)
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	// Derived work (processing, recovery, projection) commits with deferred
+	// sync; the inbox and REST writes always sync (store.WithDeferredSync).
+	derived := func(run func(context.Context)) func(context.Context) {
+		return func(ctx context.Context) { run(store.WithDeferredSync(ctx)) }
+	}
+	for _, run := range []func(context.Context){
+		func(ctx context.Context) { _ = receiver.Run(ctx) },
+		derived(func(ctx context.Context) { _ = worker.Run(ctx) }),
+		derived(recoverer.Run),
+		derived(projector.Run),
+	} {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(runCtx) }()
+	}
+	fmt.Fprintf(stdout, "gateway listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
+	logger.Info("gateway started", "listen", ln.Addr().String(), "dialect", st.Dialect(), "connections", len(cfg.Connections))
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		cancel()
+		wg.Wait()
+		return fmt.Errorf("serve: %w", err)
+	}
+	shutdownCtx, done := context.WithTimeout(context.Background(), 10*time.Second)
+	defer done()
+	_ = srv.Shutdown(shutdownCtx)
+	cancel()
+	wg.Wait()
+	logger.Info("gateway stopped")
+	return nil
+}

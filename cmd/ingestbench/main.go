@@ -1,0 +1,393 @@
+// Command ingestbench measures the webhook ingest path of a real gateway
+// process (issue 4's benchmark): durable acks per second with 64 concurrent
+// senders against the ceiling (the same server acknowledging after signature
+// verification without storing), ack latency at a fixed 1,000 deliveries/s,
+// receive-to-task-created latency at 500 deliveries/s, and the gateway's
+// peak RSS. It starts `gateway serve` as a subprocess per measurement and
+// talks to it over loopback only; every loop is bounded in count and time.
+//
+//	go build -o /tmp/gateway ./cmd/gateway
+//	go run ./cmd/ingestbench --gateway /tmp/gateway --database-url sqlite:/tmp/bench.db
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trackergateway/gateway/connectors/github"
+)
+
+const (
+	secret     = "bench-secret-0123456789abcdef"
+	adminToken = "bench-admin-token-0123456789"
+)
+
+func main() {
+	gatewayBin := flag.String("gateway", "/tmp/gateway", "gateway binary")
+	dbURL := flag.String("database-url", "", "database URL (sqlite:PATH or postgres://…); each run uses a fresh database when it is sqlite, or a fresh schema when --fresh-schema")
+	fixture := flag.String("fixture", "fixtures/github/issues.opened.json", "payload template (~13 KB)")
+	senders := flag.Int("senders", 64, "concurrent senders for the throughput phase")
+	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
+	flag.Parse()
+	if *dbURL == "" {
+		fmt.Fprintln(os.Stderr, "ingestbench: --database-url is required")
+		os.Exit(2)
+	}
+	tmpl, err := newTemplate(*fixture)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ingestbench:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("payload: %d bytes, signed (X-Hub-Signature-256); senders: %d; phase: %s\n", len(tmpl.raw), *senders, *duration)
+	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl}
+	ceiling := b.run("ceiling (verify, no store)", true, func(g *gateway) {
+		g.acks = throughput(g.url, tmpl, *senders, *duration, &b.seq)
+	})
+	durable := b.run("durable ingest", false, func(g *gateway) {
+		g.acks = throughput(g.url, tmpl, *senders, *duration, &b.seq)
+	})
+	fmt.Printf("\nthroughput: durable %.0f acks/s, ceiling %.0f acks/s, ratio %.0f%%\n", durable.acks, ceiling.acks, 100*durable.acks/ceiling.acks)
+	fmt.Printf("peak RSS: durable %d MB, ceiling %d MB\n", durable.rssMB, ceiling.rssMB)
+
+	lat := b.run("ack latency at 1000/s", false, func(g *gateway) {
+		g.ackLatency = fixedRate(g.url, tmpl, 1000, *duration, &b.seq)
+	})
+	fmt.Printf("ack latency at 1000/s: p50 %s p99 %s (%d sent, %d non-202)\n", lat.ackLatency.p(50), lat.ackLatency.p(99), lat.ackLatency.n, lat.ackLatency.errors)
+
+	e2e := b.run("receive-to-task at 500/s", false, func(g *gateway) {
+		fixedRate(g.url, tmpl, 500, *duration, &b.seq)
+		g.taskLatency = receiveToTask(g.url)
+	})
+	fmt.Printf("receive-to-task-created at 500/s: p50 %s p99 %s (%d tasks)\n", e2e.taskLatency.p(50), e2e.taskLatency.p(99), e2e.taskLatency.n)
+	fmt.Printf("peak RSS over all runs: %d MB\n", max(durable.rssMB, lat.rssMB, e2e.rssMB))
+}
+
+type bench struct {
+	bin, dbURL string
+	tmpl       *template
+	seq        atomic.Int64
+	run_       int
+}
+
+type gateway struct {
+	url         string
+	acks        float64
+	ackLatency  latencies
+	taskLatency latencies
+	rssMB       int64
+}
+
+// run starts a gateway on a fresh database, runs fn, stops it and reads its
+// peak RSS.
+func (b *bench) run(name string, ceiling bool, fn func(*gateway)) *gateway {
+	b.run_++
+	dir, _ := os.MkdirTemp("", "ingestbench")
+	defer os.RemoveAll(dir)
+	db := b.dbURL
+	if strings.HasPrefix(db, "sqlite:") {
+		db = "sqlite:" + filepath.Join(dir, "gateway.db")
+	} else {
+		db = freshSchema(db, fmt.Sprintf("ingestbench_%d_%d", os.Getpid(), b.run_))
+	}
+	cfg := filepath.Join(dir, "gateway.yaml")
+	_ = os.WriteFile(cfg, []byte(`workspaces:
+  - {id: bench, task_prefix: BENCH}
+connections:
+  - {id: gh, provider: github, host: github.com, workspace: bench, secrets: ["`+secret+`"]}
+`), 0o600)
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--database-url", db, "--config", cfg, "--admin-token", adminToken, "--log-level", "warn"}
+	if ceiling {
+		args = append(args, "--bench-ack-without-storing")
+	}
+	cmd := exec.Command(b.bin, args...)
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "start gateway:", err)
+		os.Exit(1)
+	}
+	addr := ""
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "gateway listening on "); ok {
+			addr = strings.TrimPrefix(strings.Fields(a)[0], "http://")
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	if addr == "" {
+		fmt.Fprintln(os.Stderr, "gateway did not start")
+		os.Exit(1)
+	}
+	g := &gateway{url: addr}
+	fmt.Printf("run %d: %s on %s\n", b.run_, name, strings.SplitN(db, ":", 2)[0])
+	fn(g)
+	g.rssMB = peakRSS(cmd.Process.Pid)
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	return g
+}
+
+// freshSchema creates a schema for one run and returns the URL using it.
+func freshSchema(url, schema string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "connect postgres:", err)
+		os.Exit(1)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema); err != nil {
+		fmt.Fprintln(os.Stderr, "create schema:", err)
+		os.Exit(1)
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema
+}
+
+// peakRSS reads VmHWM of a live process, in MB.
+func peakRSS(pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb / 1024
+		}
+	}
+	return -1
+}
+
+// template is the fixture with unique markers substituted per delivery.
+type template struct {
+	raw []byte
+}
+
+const (
+	idMarker     = "987654321987"
+	numberMarker = "876543219"
+)
+
+func newTemplate(path string) (*template, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	issue := doc["issue"].(map[string]any)
+	issue["id"] = json.Number(idMarker)
+	issue["number"] = json.Number(numberMarker)
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &template{raw: out}, nil
+}
+
+// delivery returns a signed request body and headers for issue n.
+func (t *template) delivery(n int64) ([]byte, http.Header) {
+	id := strconv.FormatInt(100000000000+n, 10)
+	body := bytes.Replace(t.raw, []byte(idMarker), []byte(id), 1)
+	body = bytes.Replace(body, []byte(numberMarker), []byte(strconv.FormatInt(n, 10)), 1)
+	h := http.Header{}
+	h.Set("X-GitHub-Event", "issues")
+	h.Set("X-GitHub-Delivery", fmt.Sprintf("bench-%d", n))
+	github.Adapter{}.Sign(h, body, []byte(secret))
+	return body, h
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}, Timeout: 30 * time.Second}
+
+func post(url string, body []byte, h http.Header) (int, error) {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+url+"/webhooks/gh", bytes.NewReader(body))
+	req.Header = h
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// throughput sends back-to-back from n senders for d and returns 202s/s.
+func throughput(url string, t *template, n int, d time.Duration, seq *atomic.Int64) float64 {
+	var acks atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range n {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				body, h := t.delivery(seq.Add(1))
+				if code, err := post(url, body, h); err == nil && code == http.StatusAccepted {
+					acks.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(acks.Load()) / time.Since(start).Seconds()
+}
+
+type latencies struct {
+	d      []time.Duration
+	n      int
+	errors int
+}
+
+func (l latencies) p(q float64) time.Duration {
+	if len(l.d) == 0 {
+		return 0
+	}
+	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
+	i := int(float64(len(l.d)-1) * q / 100)
+	return l.d[i].Round(10 * time.Microsecond)
+}
+
+// fixedRate sends at rate/s (open loop) for d and returns ack latencies.
+func fixedRate(url string, t *template, rate int, d time.Duration, seq *atomic.Int64) latencies {
+	total := int(d.Seconds() * float64(rate))
+	interval := time.Second / time.Duration(rate)
+	var mu sync.Mutex
+	var out latencies
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 512)
+	start := time.Now()
+	for i := range total {
+		due := start.Add(time.Duration(i) * interval)
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		body, h := t.delivery(seq.Add(1))
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			began := time.Now()
+			code, err := post(url, body, h)
+			lat := time.Since(began)
+			mu.Lock()
+			defer mu.Unlock()
+			out.n++
+			if err != nil || code != http.StatusAccepted {
+				out.errors++
+				return
+			}
+			out.d = append(out.d, lat)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+type deliveryJSON struct {
+	Status     string    `json:"status"`
+	ReceivedAt time.Time `json:"received_at"`
+	Outcome    *struct {
+		TaskID string `json:"task_id"`
+	} `json:"outcome"`
+}
+
+// receiveToTask waits (bounded) until every delivery is processed, then
+// returns task.created_at − delivery.received_at for each, both stamped by
+// the gateway.
+func receiveToTask(url string) latencies {
+	deadline := time.Now().Add(2 * time.Minute)
+	var ds []deliveryJSON
+	for time.Now().Before(deadline) {
+		ds = listAll(url)
+		pending := 0
+		for _, d := range ds {
+			if d.Status == "queued" || d.Status == "processing" || d.Status == "retrying" {
+				pending++
+			}
+		}
+		if pending == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	created := map[string]time.Time{}
+	cursor := ""
+	for range 1000 {
+		var page struct {
+			Tasks []struct {
+				ID        string    `json:"id"`
+				CreatedAt time.Time `json:"created_at"`
+			} `json:"tasks"`
+			NextCursor string `json:"next_cursor"`
+		}
+		get(url, "/api/v1/workspaces/bench/tasks?limit=1000&include_archived=true&cursor="+cursor, &page)
+		for _, t := range page.Tasks {
+			created[t.ID] = t.CreatedAt
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	var out latencies
+	for _, d := range ds {
+		if d.Outcome == nil {
+			continue
+		}
+		if c, ok := created[d.Outcome.TaskID]; ok {
+			out.d = append(out.d, c.Sub(d.ReceivedAt))
+			out.n++
+		}
+	}
+	return out
+}
+
+func listAll(url string) []deliveryJSON {
+	var all []deliveryJSON
+	cursor := ""
+	for range 1000 {
+		var page struct {
+			Deliveries []deliveryJSON `json:"deliveries"`
+			NextCursor string         `json:"next_cursor"`
+		}
+		get(url, "/api/v1/deliveries?limit=1000&cursor="+cursor, &page)
+		all = append(all, page.Deliveries...)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	return all
+}
+
+func get(url, path string, v any) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(v)
+}

@@ -1,0 +1,395 @@
+// Package dispatch applies parsed deliveries to tasks: the DESIGN.md
+// "Event → action" table, the connection's filters, suppression of
+// post-deletion redeliveries, transfer aliasing and pull/merge request
+// linking. It implements inbox.Processor; it holds no SQL and acts through
+// the task service, the creation coordinator and a few store reads.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/idempotency"
+	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks"
+)
+
+// Coordinator is what dispatch needs of the creation coordinator.
+type Coordinator interface {
+	Create(ctx context.Context, req idempotency.CreateRequest) (idempotency.Result, error)
+	AssociateContribution(ctx context.Context, task store.Task, req idempotency.RemoteContributionRequest) (store.Association, error)
+}
+
+// TaskService is what dispatch needs of the task service.
+type TaskService interface {
+	Update(ctx context.Context, id string, p tasks.Patch, visible func(string) bool) (store.Task, error)
+	Delete(ctx context.Context, id string, reason tasks.DeleteReason, visible func(string) bool) (store.Task, error)
+}
+
+// Reader is the store reads and small idempotent writes dispatch needs.
+type Reader interface {
+	LookupTaskByExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error)
+	GetTask(ctx context.Context, id string) (store.Task, error)
+	ResolveAlias(ctx context.Context, workspaceID, externalID string) (string, error)
+	InsertAlias(ctx context.Context, workspaceID, externalID, taskID string, at time.Time) error
+	GetSuppression(ctx context.Context, workspaceID, externalID string) (store.Suppression, error)
+	UpsertSuppression(ctx context.Context, s store.Suppression) error
+	GetAssociation(ctx context.Context, provider, connectionID, contributionID string) (store.Association, error)
+	FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (store.Task, error)
+	UpsertProjection(ctx context.Context, p store.Projection) error
+	ListProjectionsForTask(ctx context.Context, taskID string) ([]store.Projection, error)
+}
+
+// Applier implements inbox.Processor.
+type Applier struct {
+	conns    func(id string) (config.Connection, bool)
+	adapters map[string]connectors.Adapter
+	coord    Coordinator
+	tasks    TaskService
+	st       Reader
+	logger   *slog.Logger
+	now      func() time.Time
+}
+
+// New returns an Applier.
+func New(conns func(string) (config.Connection, bool), adapters map[string]connectors.Adapter, coord Coordinator,
+	svc TaskService, st Reader, logger *slog.Logger, now func() time.Time) *Applier {
+	return &Applier{conns: conns, adapters: adapters, coord: coord, tasks: svc, st: st, logger: logger,
+		now: func() time.Time { return now().UTC() }}
+}
+
+var _ inbox.Processor = (*Applier)(nil)
+
+func (a *Applier) parse(d store.Delivery) (config.Connection, connectors.Event, error) {
+	conn, ok := a.conns(d.ConnectionID)
+	if !ok {
+		return conn, connectors.Event{}, fmt.Errorf("%w: connection %q is no longer configured", inbox.ErrPermanent, d.ConnectionID)
+	}
+	adapter, ok := a.adapters[conn.Provider]
+	if !ok {
+		return conn, connectors.Event{}, fmt.Errorf("%w: no adapter for provider %q", inbox.ErrPermanent, conn.Provider)
+	}
+	header, err := inbox.DecodeHeaders(d.Headers)
+	if err != nil {
+		return conn, connectors.Event{}, fmt.Errorf("%w: %v", inbox.ErrPermanent, err)
+	}
+	ev, err := adapter.Parse(conn.Host, header, d.Body)
+	return conn, ev, err
+}
+
+// Prepare parses the delivery and names its entity.
+func (a *Applier) Prepare(_ context.Context, d store.Delivery) (inbox.Prepared, error) {
+	conn, ev, err := a.parse(d)
+	if err != nil {
+		return inbox.Prepared{}, err
+	}
+	p := inbox.Prepared{Event: ev.EventName}
+	if ev.EntityKey != "" {
+		p.EntityKey = conn.Workspace + "|" + ev.EntityKey
+	}
+	return p, nil
+}
+
+// Process applies the event.
+func (a *Applier) Process(ctx context.Context, d store.Delivery, _ inbox.Prepared) (inbox.Outcome, error) {
+	conn, ev, err := a.parse(d)
+	if err != nil {
+		return inbox.Outcome{}, err
+	}
+	out := inbox.Outcome{ExternalID: ev.ExternalID, Action: string(ev.Action)}
+	if ev.Action == connectors.ActionIgnore {
+		out.Status, out.Result = store.DeliveryIgnored, "event not mapped to a task action"
+		return out, nil
+	}
+	for _, ext := range []string{ev.ExternalID, ev.PreviousExternalID} {
+		if ext == "" {
+			continue
+		}
+		if _, err := a.st.GetSuppression(ctx, conn.Workspace, ext); err == nil {
+			out.Status, out.Result = store.DeliverySuppressed, "the gateway deleted this entity's task; cleared suppressions re-enable it"
+			return out, nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return out, err
+		}
+	}
+	if ev.Contribution != nil {
+		return a.contribution(ctx, conn, ev, out)
+	}
+	return a.issue(ctx, conn, ev, out)
+}
+
+// resolve finds the task of an external ID directly or through an alias.
+func (a *Applier) resolve(ctx context.Context, workspaceID, ext string) (store.Task, bool, error) {
+	if ext == "" {
+		return store.Task{}, false, nil
+	}
+	t, err := a.st.LookupTaskByExternalID(ctx, workspaceID, ext)
+	if err == nil {
+		return t, true, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return t, false, err
+	}
+	id, err := a.st.ResolveAlias(ctx, workspaceID, ext)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Task{}, false, nil
+	}
+	if err != nil {
+		return store.Task{}, false, err
+	}
+	t, err = a.st.GetTask(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Task{}, false, nil
+	}
+	return t, err == nil, err
+}
+
+func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connectors.Event, out inbox.Outcome) (inbox.Outcome, error) {
+	task, found, err := a.resolve(ctx, conn.Workspace, ev.ExternalID)
+	if err != nil {
+		return out, err
+	}
+	switch ev.Action {
+	case connectors.ActionDelete:
+		return a.deleteEntity(ctx, conn, ev, task, found, out)
+	case connectors.ActionTransfer:
+		prev, ok, err := a.resolve(ctx, conn.Workspace, ev.PreviousExternalID)
+		if err != nil {
+			return out, err
+		}
+		if !ok {
+			out.Status, out.Result = store.DeliveryIgnored, "no task follows the transferred entity"
+			return out, nil
+		}
+		if err := a.st.InsertAlias(ctx, conn.Workspace, ev.ExternalID, prev.ID, a.now()); err != nil {
+			return out, err
+		}
+		// The source (reference, URL) is kept current: after a GitHub
+		// transfer it names the new issue, so pull requests referencing the
+		// new repository's issue find the task.
+		updated, err := a.update(ctx, conn, ev, prev, inbox.Outcome{})
+		if err != nil {
+			return out, err
+		}
+		out.TaskID, out.Action = prev.ID, "alias"
+		out.Result = "task follows the entity to " + ev.ExternalID + "; " + updated.Result
+		return out, nil
+	}
+	if !found && ev.PreviousExternalID != "" {
+		prev, ok, err := a.resolve(ctx, conn.Workspace, ev.PreviousExternalID)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			if err := a.st.InsertAlias(ctx, conn.Workspace, ev.ExternalID, prev.ID, a.now()); err != nil {
+				return out, err
+			}
+			task, found = prev, true
+		}
+	}
+	if found {
+		return a.update(ctx, conn, ev, task, out)
+	}
+	if ev.Action == connectors.ActionClose || ev.Closed {
+		out.Status, out.Result = store.DeliveryIgnored, "closed entity without a task"
+		return out, nil
+	}
+	if !filtersMatch(conn, ev) {
+		out.Status, out.Result = store.DeliveryIgnored, "connection filters do not match"
+		return out, nil
+	}
+	return a.create(ctx, conn, ev, nil, out)
+}
+
+func (a *Applier) create(ctx context.Context, conn config.Connection, ev connectors.Event, contributions []idempotency.RemoteContributionRequest, out inbox.Outcome) (inbox.Outcome, error) {
+	title := cleanTitle(ev.Title)
+	if title == "" {
+		title = cleanTitle(ev.Source.Ref)
+	}
+	if title == "" {
+		title = ev.ExternalID
+	}
+	desc := cleanDescription(ev.Description)
+	labels := cleanLabels(ev.Labels)
+	src := &store.Source{Provider: ev.Source.Provider, Kind: ev.Source.Kind, Ref: ev.Source.Ref, URL: ev.Source.URL}
+	var updated *time.Time
+	if !ev.UpdatedAt.IsZero() {
+		u := ev.UpdatedAt.UTC()
+		updated = &u
+	}
+	res, err := a.coord.Create(ctx, idempotency.CreateRequest{WorkspaceID: conn.Workspace, ExternalID: ev.ExternalID,
+		Title: title, Description: desc, WorkflowStepID: conn.Step, Labels: labels, Source: src, SourceUpdatedAt: updated,
+		OwnerConnection: conn.ID, Contributions: contributions,
+		Actor: idempotency.Actor{Kind: "connection", ID: conn.ID, AuthMode: "webhook_signature"}})
+	if err != nil {
+		return out, fmt.Errorf("create task: %w", err)
+	}
+	out.TaskID, out.Action = res.Task.ID, "create"
+	out.Result = res.Outcome.String()
+	if res.Outcome.Deduplicated() {
+		return a.update(ctx, conn, ev, res.Task, out)
+	}
+	return out, nil
+}
+
+func (a *Applier) update(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, out inbox.Outcome) (inbox.Outcome, error) {
+	out.TaskID = task.ID
+	if task.CreationState != store.CreationComplete {
+		return out, fmt.Errorf("task %s is still being created", task.ID)
+	}
+	p := tasks.Patch{Source: &store.Source{Provider: ev.Source.Provider, Kind: ev.Source.Kind, Ref: ev.Source.Ref, URL: ev.Source.URL}}
+	if title := cleanTitle(ev.Title); title != "" {
+		p.Title = &title
+	}
+	desc := cleanDescription(ev.Description)
+	p.Description = &desc
+	labels := cleanLabels(ev.Labels)
+	p.Labels = &labels
+	if !ev.UpdatedAt.IsZero() {
+		u := ev.UpdatedAt.UTC()
+		p.SourceUpdatedAt = &u
+	}
+	action := "update"
+	switch {
+	case ev.Action == connectors.ActionReopen || (!ev.Closed && task.ArchivedAt != nil && conn.OnClose == config.OnCloseArchive):
+		f := false
+		p.Archived, action = &f, "unarchive"
+	case (ev.Action == connectors.ActionClose || ev.Closed) && conn.OnClose == config.OnCloseArchive:
+		t := true
+		p.Archived, action = &t, "archive"
+	}
+	if ev.Contribution != nil && ev.Contribution.Merged && conn.OnMerge == config.OnCloseArchive {
+		t := true
+		p.Archived, action = &t, "archive"
+	}
+	updated, err := a.tasks.Update(ctx, task.ID, p, nil)
+	if errors.Is(err, tasks.ErrStale) {
+		out.Action, out.Result = action, "stale update skipped (older than the last applied event)"
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("update task: %w", err)
+	}
+	if out.Action != "create" {
+		out.Action = action
+	}
+	if out.Result == "" {
+		out.Result = "updated to revision " + strconv.FormatInt(updated.Revision, 10)
+	}
+	return out, nil
+}
+
+func (a *Applier) deleteEntity(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, found bool, out inbox.Outcome) (inbox.Outcome, error) {
+	now := a.now()
+	// Record first: a delete arriving before its create must suppress it.
+	if err := a.st.UpsertSuppression(ctx, store.Suppression{WorkspaceID: conn.Workspace, ExternalID: ev.ExternalID,
+		TaskID: task.ID, Reason: string(tasks.DeletedAtSource), CreatedAt: now}); err != nil {
+		return out, err
+	}
+	out.Action = "delete"
+	if !found {
+		out.Result = "no task; suppression recorded"
+		return out, nil
+	}
+	out.TaskID = task.ID
+	if _, err := a.tasks.Delete(ctx, task.ID, tasks.DeletedAtSource, nil); err != nil {
+		if failure.CodeOf(err) == failure.NotFound {
+			out.Result = "task already deleted; suppression recorded"
+			return out, nil
+		}
+		return out, fmt.Errorf("delete task: %w", err)
+	}
+	out.Result = "task deleted; suppression recorded"
+	return out, nil
+}
+
+// filtersMatch applies the connection's repositories (path.Match glob, "*"
+// does not cross "/") and labels filters to entities that would create a
+// task. Both compare case-insensitively, as GitHub and GitLab treat
+// repository paths and label names.
+func filtersMatch(conn config.Connection, ev connectors.Event) bool {
+	if len(conn.Repositories) > 0 {
+		repo := strings.ToLower(ev.Repository)
+		ok := false
+		for _, pattern := range conn.Repositories {
+			pattern = strings.ToLower(pattern)
+			if m, _ := path.Match(pattern, repo); m || pattern == repo {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(conn.Labels) > 0 {
+		return slices.ContainsFunc(ev.Labels, func(l string) bool {
+			return slices.ContainsFunc(conn.Labels, func(want string) bool { return strings.EqualFold(want, l) })
+		})
+	}
+	return true
+}
+
+// Provider text is made to fit the task limits rather than refused: a
+// webhook cannot be corrected and resent, and a refusal would fail every
+// later delivery of the entity too.
+
+// cleanTitle turns control characters (tabs, newlines) into spaces, trims,
+// and cuts the title to tasks.MaxTitleRunes; "" when nothing is left.
+func cleanTitle(title string) string {
+	title = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(title, "\uFFFD"))
+	title = strings.TrimSpace(title)
+	if utf8.RuneCountInString(title) > tasks.MaxTitleRunes {
+		title = strings.TrimSpace(string([]rune(title)[:tasks.MaxTitleRunes]))
+	}
+	return title
+}
+
+// cleanDescription drops NUL bytes (PostgreSQL text refuses them) and cuts
+// the description to tasks.MaxDescriptionBytes at a character boundary, so
+// the result is always valid UTF-8.
+func cleanDescription(d string) string {
+	d = strings.ToValidUTF8(strings.ReplaceAll(d, "\x00", ""), "\uFFFD")
+	if len(d) <= tasks.MaxDescriptionBytes {
+		return d
+	}
+	cut := tasks.MaxDescriptionBytes
+	for cut > 0 && !utf8.RuneStart(d[cut]) {
+		cut--
+	}
+	return d[:cut]
+}
+
+// cleanLabels keeps the labels tasks.ValidateLabels accepts (trimmed,
+// non-empty, short enough, no control characters, no duplicates), at most
+// tasks.MaxLabels of them; it never returns nil.
+func cleanLabels(labels []string) []string {
+	out := make([]string, 0, len(labels))
+	for _, l := range labels {
+		if len(out) == tasks.MaxLabels {
+			break
+		}
+		if valid, err := tasks.ValidateLabels([]string{l}); err == nil && len(valid) == 1 && !slices.Contains(out, valid[0]) {
+			out = append(out, valid[0])
+		}
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/idempotency"
+	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks"
+)
+
+// contribution handles a pull/merge request event: an existing association
+// is kept current; otherwise the PR/MR links to the task of an issue it
+// references, or (link_or_create) creates a task for itself whose creation
+// includes the remote_contribution_associate step. Either way the provider
+// projection row is written from the payload.
+func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev connectors.Event, out inbox.Outcome) (inbox.Outcome, error) {
+	c := ev.Contribution
+	req := idempotency.RemoteContributionRequest{Provider: conn.Provider, RepositoryID: c.Repository,
+		ContributionKind: c.Kind, ContributionID: strconv.FormatInt(c.ID, 10), ConnectionID: conn.ID}
+	assoc, err := a.st.GetAssociation(ctx, req.Provider, req.ConnectionID, req.ContributionID)
+	switch {
+	case err == nil:
+		task, err := a.st.GetTask(ctx, assoc.TaskID)
+		if errors.Is(err, store.ErrNotFound) {
+			out.Status, out.Result = store.DeliveryIgnored, "the associated task no longer exists"
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out, err = a.followContribution(ctx, conn, ev, task, out)
+		if err != nil {
+			return out, err
+		}
+		return out, a.project(ctx, conn, c, task.ID)
+	case !errors.Is(err, store.ErrNotFound):
+		return out, err
+	}
+	if conn.PullRequests == config.PullRequestsIgnore {
+		out.Status, out.Result = store.DeliveryIgnored, "pull_requests: ignore"
+		return out, nil
+	}
+	for _, ref := range c.References {
+		task, err := a.st.FindTaskBySourceRef(ctx, conn.Workspace, ref.Provider, ref.Ref)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		linked, err := a.coord.AssociateContribution(ctx, task, req)
+		if err != nil {
+			return out, fmt.Errorf("associate contribution: %w", err)
+		}
+		out.TaskID, out.Action, out.Result = linked.TaskID, "link", "linked to "+ref.Ref
+		if linked.TaskID != task.ID {
+			// Another task holds the association (one task per PR/MR); a
+			// later delivery follows it through the association.
+			out.Result = "already associated with another task"
+			return out, a.project(ctx, conn, c, linked.TaskID)
+		}
+		if archived, err := a.archiveOnMerge(ctx, conn, c, task); err != nil {
+			return out, err
+		} else if archived {
+			out.Result += "; archived on merge"
+		}
+		return out, a.project(ctx, conn, c, linked.TaskID)
+	}
+	if conn.PullRequests != config.PullRequestsLinkOrCreate {
+		out.Status, out.Result = store.DeliveryIgnored, "no referenced task to link (pull_requests: link)"
+		return out, nil
+	}
+	if !filtersMatch(conn, ev) {
+		out.Status, out.Result = store.DeliveryIgnored, "connection filters do not match"
+		return out, nil
+	}
+	out, err = a.create(ctx, conn, ev, []idempotency.RemoteContributionRequest{req}, out)
+	if err != nil {
+		return out, err
+	}
+	if ev.Closed || (c.Merged && conn.OnMerge == config.OnCloseArchive) {
+		task, err := a.st.GetTask(ctx, out.TaskID)
+		if err == nil {
+			if _, err := a.update(ctx, conn, ev, task, inbox.Outcome{}); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, a.project(ctx, conn, c, out.TaskID)
+}
+
+// followContribution updates the task a contribution is associated with: a
+// task the PR/MR created mirrors it; a linked issue's task only follows the
+// merge (on_merge).
+func (a *Applier) followContribution(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, out inbox.Outcome) (inbox.Outcome, error) {
+	if task.ExternalID == ev.ExternalID {
+		return a.update(ctx, conn, ev, task, out)
+	}
+	out.TaskID, out.Action, out.Result = task.ID, "link", "already linked"
+	archived, err := a.archiveOnMerge(ctx, conn, ev.Contribution, task)
+	if err != nil {
+		return out, err
+	}
+	if archived {
+		out.Action, out.Result = "archive", "archived on merge"
+	}
+	return out, nil
+}
+
+// archiveOnMerge archives a linked task (one the PR/MR did not create) when
+// the contribution is merged and the connection says on_merge: archive. It
+// changes nothing else: the task mirrors its issue, not the PR's title,
+// description, labels or source.
+func (a *Applier) archiveOnMerge(ctx context.Context, conn config.Connection, c *connectors.Contribution, task store.Task) (bool, error) {
+	if !c.Merged || conn.OnMerge != config.OnCloseArchive || task.ArchivedAt != nil {
+		return false, nil
+	}
+	archive := true
+	if _, err := a.tasks.Update(ctx, task.ID, tasks.Patch{Archived: &archive}, nil); err != nil {
+		return false, fmt.Errorf("archive on merge: %w", err)
+	}
+	return true, nil
+}
+
+// project writes the projection row from the payload; with an API token it
+// is marked for a refresh through the provider API.
+func (a *Applier) project(ctx context.Context, conn config.Connection, c *connectors.Contribution, taskID string) error {
+	p := store.Projection{Provider: conn.Provider, TaskID: taskID, ConnectionID: conn.ID, ProviderID: c.ID,
+		Repository: c.Repository, Number: c.Number, URL: c.URL, Title: c.Title, State: c.State, Draft: c.Draft,
+		Merged: c.Merged, HeadBranch: c.HeadBranch, BaseBranch: c.BaseBranch, HeadSHA: c.HeadSHA, Author: c.Author}
+	if !c.MergedAt.IsZero() {
+		m := c.MergedAt.UTC()
+		p.MergedAt = &m
+	}
+	if !c.UpdatedAt.IsZero() {
+		u := c.UpdatedAt.UTC()
+		p.ProviderUpdatedAt = &u
+	}
+	if conn.APIToken != "" {
+		due := a.now()
+		p.NextSyncAt = &due
+		// A refresh waiting out a provider-imposed delay (Retry-After, a
+		// rate-limit reset, backoff) keeps its schedule: a webhook must not
+		// make the projector call the API again before it may.
+		rows, err := a.st.ListProjectionsForTask(ctx, taskID)
+		if err != nil {
+			return fmt.Errorf("project contribution: %w", err)
+		}
+		for _, r := range rows {
+			if r.Provider == p.Provider && r.ConnectionID == p.ConnectionID && r.ProviderID == p.ProviderID &&
+				r.SyncAttempts > 0 && r.NextSyncAt != nil && r.NextSyncAt.After(due) {
+				p.SyncAttempts, p.NextSyncAt, p.SyncError = r.SyncAttempts, r.NextSyncAt, r.SyncError
+			}
+		}
+	}
+	if err := a.st.UpsertProjection(ctx, p); err != nil {
+		return fmt.Errorf("project contribution: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,503 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// Typed errors of the coordinator.
+var (
+	// ErrHandleMismatch: a handle, stored hash, request or ownership marker
+	// does not match what the ledger holds; nothing was written.
+	ErrHandleMismatch = errors.New("creation handle does not match the ledger")
+	// ErrCreationStateConflict: the operation is not in a state that allows
+	// the call (e.g. a stale recovery generation); nothing was written.
+	ErrCreationStateConflict = errors.New("creation state conflict")
+	// ErrStepFailed: a required step failed permanently; the creation was
+	// aborted.
+	ErrStepFailed = errors.New("creation step failed")
+	// ErrUnsupportedStep: Begin was asked for a step kind without an executor.
+	ErrUnsupportedStep = errors.New("step kind has no executor in the gateway")
+)
+
+// Actor is who begins a creation: an API token or a webhook connection.
+type Actor struct {
+	Kind     string // "api_token" | "connection"
+	ID       string // token name or connection id
+	AuthMode string // "bearer" | "webhook_signature"
+}
+
+// CreateRequest is a validated-enough create: the coordinator validates the
+// external ID itself, and calls Validate for the remaining create-time
+// validation only after the lookup missed (Found wins over invalid fields).
+type CreateRequest struct {
+	WorkspaceID     string
+	ExternalID      string // raw; normalized by the coordinator
+	Title           string
+	Description     string
+	WorkflowStepID  string
+	Labels          []string
+	Source          *store.Source
+	SourceUpdatedAt *time.Time
+	OwnerConnection string
+	// Steps are the required creation steps (remote_contribution_associate).
+	Contributions []RemoteContributionRequest
+	Actor         Actor
+	// Validate runs after a lookup miss and before any write; it may fill
+	// the request's remaining fields from the caller's input.
+	Validate func(req *CreateRequest) error
+}
+
+// Result is a create's task and outcome.
+type Result struct {
+	Task    store.Task
+	Outcome Outcome
+}
+
+// CreationHandle is the private capability of the caller that began a
+// creation. It is never serialized; only the token's SHA-256 is stored.
+type CreationHandle struct {
+	OperationID      string
+	TaskID           string
+	WorkspaceID      string
+	CompletionToken  []byte
+	ActorBindingHash string
+	ManifestHash     string
+}
+
+// BeginResult is what BeginTaskCreation returns; Handle is non-nil only for
+// Created.
+type BeginResult struct {
+	Task    store.Task
+	Outcome Outcome
+	Handle  *CreationHandle
+}
+
+// Failpoints simulate a crash at the ledger's durable boundaries in tests:
+// when Hook returns an error for a name, the coordinator stops right there,
+// abandoning its in-memory state, and returns the error.
+const (
+	FailAfterBegin            = "after_begin"
+	FailAfterStepClaim        = "after_step_claim"
+	FailAfterEffectWrite      = "after_effect_write"
+	FailAfterPhaseA           = "after_phase_a"
+	FailAfterPhaseB           = "after_phase_b"
+	FailInsideAbortCompensate = "inside_abort_compensation"
+)
+
+// Coordinator is the idempotent creation coordinator and the ledger's owner.
+type Coordinator struct {
+	st       store.Store
+	logger   *slog.Logger
+	now      func() time.Time
+	leaseTTL time.Duration
+	// Failpoint, when set, is consulted at each durable boundary.
+	Failpoint func(name string) error
+}
+
+// New returns a coordinator.
+func New(st store.Store, logger *slog.Logger, now func() time.Time) *Coordinator {
+	return &Coordinator{st: st, logger: logger, now: func() time.Time { return now().UTC() }, leaseTTL: 30 * time.Second}
+}
+
+func (c *Coordinator) failpoint(name string) error {
+	if c.Failpoint == nil {
+		return nil
+	}
+	if err := c.Failpoint(name); err != nil {
+		return fmt.Errorf("failpoint %s: %w", name, err)
+	}
+	return nil
+}
+
+// Lookup is the read-only probe: the task holding the identity, including
+// archived and unsettled ones, with its Found outcome.
+func (c *Coordinator) Lookup(ctx context.Context, workspaceID, rawExternalID string) (store.Task, Outcome, error) {
+	ext, err := NormalizeExternalID(rawExternalID)
+	if err != nil {
+		return store.Task{}, 0, err
+	}
+	if ext == "" {
+		return store.Task{}, 0, failure.New(failure.Invalid, "external_id is required")
+	}
+	return c.lookup(ctx, workspaceID, ext)
+}
+
+func (c *Coordinator) lookup(ctx context.Context, workspaceID, ext string) (store.Task, Outcome, error) {
+	t, err := c.st.LookupTaskByExternalID(ctx, workspaceID, ext)
+	if err != nil {
+		return t, 0, err
+	}
+	if t.ExternalIDSettledAt != nil && t.CreationState == store.CreationComplete {
+		return t, FoundSettled, nil
+	}
+	return t, FoundUnsettled, nil
+}
+
+// Create runs the whole create: authorize (the caller's job, before this) →
+// validate the external ID → look up → validate the rest → Begin → steps →
+// Complete. A Found outcome runs nothing else: no steps, no compensation, no
+// rollback against the existing task.
+func (c *Coordinator) Create(ctx context.Context, req CreateRequest) (Result, error) {
+	begun, err := c.BeginTaskCreation(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	if begun.Handle == nil {
+		return Result{Task: begun.Task, Outcome: begun.Outcome}, nil
+	}
+	if err := c.failpoint(FailAfterBegin); err != nil {
+		return Result{}, err
+	}
+	if err := c.ExecuteSteps(ctx, begun.Handle); err != nil {
+		if errors.Is(err, ErrStepFailed) {
+			if abortErr := c.AbortTaskCreation(ctx, begun.Handle, err.Error()); abortErr != nil {
+				return Result{}, fmt.Errorf("abort after step failure: %w", abortErr)
+			}
+			return Result{}, failure.Wrap(failure.Conflict, err, "task not created: %s", stepFailureMessage(err))
+		}
+		return Result{}, err
+	}
+	return c.CompleteTaskCreation(ctx, begun.Handle)
+}
+
+func stepFailureMessage(err error) string {
+	var se *stepError
+	if errors.As(err, &se) {
+		return se.reason
+	}
+	return "a required step failed"
+}
+
+type stepError struct{ reason string }
+
+func (e *stepError) Error() string { return e.reason }
+func (e *stepError) Unwrap() error { return ErrStepFailed }
+
+// BeginTaskCreation is lookup-first; on a miss it validates the rest and, in
+// one transaction, allocates the identifier, admits the task into its step,
+// and writes the preparing task row, the operation and its planned steps.
+func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) (BeginResult, error) {
+	ext, err := NormalizeExternalID(req.ExternalID)
+	if err != nil {
+		return BeginResult{}, err
+	}
+	if ext != "" {
+		t, outcome, err := c.lookup(ctx, req.WorkspaceID, ext)
+		switch {
+		case err == nil:
+			return BeginResult{Task: t, Outcome: outcome}, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return BeginResult{}, fmt.Errorf("lookup external id: %w", err)
+		}
+	}
+	res, err := c.begin(ctx, req, ext)
+	if err != nil && ext != "" && !errors.Is(err, store.ErrUnavailable) {
+		// After a miss, any pre-insert failure (the unique backstop, WIP
+		// capacity, validation) re-reads before it surfaces.
+		if t, outcome, lerr := c.lookup(ctx, req.WorkspaceID, ext); lerr == nil {
+			return BeginResult{Task: t, Outcome: outcome}, nil
+		}
+	}
+	if err != nil && errors.Is(err, store.ErrExternalIDTaken) {
+		// The holder vanished between the violation and the re-read.
+		return BeginResult{}, failure.Wrap(failure.Conflict, err, "external_id was taken concurrently; retry")
+	}
+	return res, err
+}
+
+func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) (BeginResult, error) {
+	if req.Validate != nil {
+		if err := req.Validate(&req); err != nil {
+			return BeginResult{}, err
+		}
+	}
+	for _, cr := range req.Contributions {
+		if err := validateContribution(cr); err != nil {
+			return BeginResult{}, err
+		}
+	}
+	now := c.now()
+	token := make([]byte, 32)
+	if _, err := rand.Read(token); err != nil {
+		return BeginResult{}, fmt.Errorf("completion token: %w", err)
+	}
+	tokenHash := sha256Hex(token)
+	opID, taskID := uuid.NewString(), uuid.NewString()
+	actorDoc := ActorBindingDocument{Version: 1, Actor: req.Actor.Kind, PrincipalID: req.Actor.ID,
+		WorkspaceID: req.WorkspaceID, AuthMode: req.Actor.AuthMode, AuthorityKind: req.Actor.Kind, AuthorityID: req.Actor.ID}
+	actorJSON, err := Canonical(actorDoc)
+	if err != nil {
+		return BeginResult{}, fmt.Errorf("actor binding: %w", err)
+	}
+	var result BeginResult
+	err = c.st.InTx(ctx, func(tx store.Queries) error {
+		ws, err := tx.LockWorkspace(ctx, req.WorkspaceID)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return failure.New(failure.NotFound, "workspace %q not found", req.WorkspaceID)
+			}
+			return err
+		}
+		step, ok := findStep(ws.Steps, req.WorkflowStepID)
+		if !ok {
+			return failure.New(failure.Invalid, "workflow_step_id %q does not exist in workspace %q", req.WorkflowStepID, ws.ID)
+		}
+		if step.WIPLimit != nil {
+			n, err := tx.CountActiveTasksInStep(ctx, ws.ID, step.ID)
+			if err != nil {
+				return err
+			}
+			if n >= *step.WIPLimit {
+				return failure.New(failure.Conflict, "workflow step %q is at its WIP limit (%d)", step.ID, *step.WIPLimit)
+			}
+		}
+		seq, err := tx.NextTaskSequence(ctx, ws.ID)
+		if err != nil {
+			return err
+		}
+		task := store.Task{ID: taskID, WorkspaceID: ws.ID, Identifier: fmt.Sprintf("%s-%d", ws.TaskPrefix, seq),
+			Title: req.Title, Description: req.Description, WorkflowStepID: step.ID, Labels: req.Labels,
+			Source: req.Source, SourceUpdatedAt: req.SourceUpdatedAt, OwnerConnection: req.OwnerConnection,
+			ExternalID: ext, CreationState: store.CreationPreparing, CreationOperationID: opID,
+			CreatedAt: now, UpdatedAt: now}
+		if task.Labels == nil {
+			task.Labels = []string{}
+		}
+		if err := tx.InsertTask(ctx, task); err != nil {
+			return err
+		}
+		plan, steps, err := buildPlan(opID, task, tokenHash, req, now)
+		if err != nil {
+			return err
+		}
+		planJSON, err := Canonical(plan)
+		if err != nil {
+			return fmt.Errorf("creation plan: %w", err)
+		}
+		lease := now.Add(c.leaseTTL)
+		op := store.Operation{ID: opID, WorkspaceID: ws.ID, TaskID: taskID, State: store.OpPreparing,
+			PlanJSON: string(planJSON), ManifestSHA256: ManifestHash(planJSON), ActorJSON: string(actorJSON),
+			ActorBindingSHA256: ActorBindingHash(actorJSON), CompletionTokenSHA256: tokenHash, ExternalID: ext,
+			LeaseOwner: "caller", LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now}
+		if err := tx.InsertOperation(ctx, op); err != nil {
+			return err
+		}
+		for _, s := range steps {
+			if err := tx.InsertCreationStep(ctx, s); err != nil {
+				return err
+			}
+		}
+		result = BeginResult{Task: task, Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
+			WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256}}
+		return nil
+	})
+	if err != nil {
+		return BeginResult{}, fmt.Errorf("begin task creation: %w", err)
+	}
+	return result, nil
+}
+
+func findStep(steps []store.Step, id string) (store.Step, bool) {
+	for _, s := range steps {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return store.Step{}, false
+}
+
+func validateContribution(r RemoteContributionRequest) error {
+	if r.Provider != "github" && r.Provider != "gitlab" {
+		return fmt.Errorf("%w: remote_contribution_associate provider %q", ErrUnsupportedStep, r.Provider)
+	}
+	if r.ContributionKind != "pull_request" && r.ContributionKind != "merge_request" {
+		return fmt.Errorf("%w: contribution kind %q", ErrUnsupportedStep, r.ContributionKind)
+	}
+	if r.ConnectionID == "" || r.ContributionID == "" {
+		return fmt.Errorf("remote_contribution_associate: connection and contribution ids are required")
+	}
+	return nil
+}
+
+// PlanStepKinds refuses every kind without an executor (Begin's guard for
+// callers building plans from other sources).
+func PlanStepKinds(kinds []string) error {
+	for _, k := range kinds {
+		if !knownStepKinds[k] {
+			return fmt.Errorf("unknown step kind %q", k)
+		}
+		if k != StepRemoteContributionAssociate {
+			return fmt.Errorf("%w: %s", ErrUnsupportedStep, k)
+		}
+	}
+	return nil
+}
+
+func buildPlan(opID string, task store.Task, tokenHash string, req CreateRequest, now time.Time) (CreationPlan, []store.CreationStep, error) {
+	reqJSON, err := Canonical(struct {
+		WorkspaceID    string   `json:"workspace_id"`
+		ExternalID     string   `json:"external_id"`
+		Title          string   `json:"title"`
+		Description    string   `json:"description"`
+		WorkflowStepID string   `json:"workflow_step_id"`
+		Labels         []string `json:"labels"`
+	}{task.WorkspaceID, task.ExternalID, task.Title, task.Description, task.WorkflowStepID, task.Labels})
+	if err != nil {
+		return CreationPlan{}, nil, err
+	}
+	rowJSON, err := Canonical(map[string]any{"id": task.ID, "workspace_id": task.WorkspaceID,
+		"identifier": task.Identifier, "external_id": task.ExternalID, "creation_operation_id": opID})
+	if err != nil {
+		return CreationPlan{}, nil, err
+	}
+	plan := CreationPlan{Version: 1, TaskID: task.ID, WorkspaceID: task.WorkspaceID, WorkflowStepID: task.WorkflowStepID,
+		RequestSHA256: sha256Hex(reqJSON),
+		DatabaseRows:  []DatabaseRow{{Table: "tasks", Key: task.ID, RowSHA256: sha256Hex(rowJSON)}},
+		Steps:         []PlanStep{}}
+	var steps []store.CreationStep
+	seen := map[string]bool{}
+	for _, cr := range req.Contributions {
+		cr.TaskID, cr.WorkspaceID = task.ID, task.WorkspaceID
+		key := cr.StepKey()
+		if seen[key] {
+			return CreationPlan{}, nil, failure.New(failure.Invalid, "duplicate step %s", key)
+		}
+		seen[key] = true
+		body, err := Canonical(cr)
+		if err != nil {
+			return CreationPlan{}, nil, err
+		}
+		plan.Steps = append(plan.Steps, PlanStep{Kind: StepRemoteContributionAssociate, StepKey: key, Request: body})
+		reqHash := RequestHash(body)
+		steps = append(steps, store.CreationStep{OperationID: opID, Kind: StepRemoteContributionAssociate, StepKey: key,
+			RequestJSON: string(body), RequestSHA256: reqHash,
+			IdempotencyKey:  IdempotencyKey(opID, StepRemoteContributionAssociate, key, reqHash),
+			State:           store.StepPlanned,
+			OwnershipMarker: OwnershipMarker(opID, StepRemoteContributionAssociate, key, tokenHash),
+			Compensation:    store.CompensationNone, Disposition: "none", CreatedAt: now, UpdatedAt: now})
+	}
+	sortPlan(&plan)
+	return plan, steps, nil
+}
+
+// verifyStored recomputes every binding the ledger holds for op and its
+// steps: the manifest and actor hashes, each step's request hash, idempotency
+// key and ownership marker, and each step against the plan. When h is non-nil
+// the handle must match too (token by its SHA-256).
+func verifyStored(op store.Operation, steps []store.CreationStep, h *CreationHandle) (CreationPlan, error) {
+	var plan CreationPlan
+	if ManifestHash([]byte(op.PlanJSON)) != op.ManifestSHA256 {
+		return plan, fmt.Errorf("%w: manifest hash", ErrHandleMismatch)
+	}
+	if ActorBindingHash([]byte(op.ActorJSON)) != op.ActorBindingSHA256 {
+		return plan, fmt.Errorf("%w: actor binding hash", ErrHandleMismatch)
+	}
+	if err := decodeStrict([]byte(op.PlanJSON), &plan); err != nil {
+		return plan, fmt.Errorf("%w: plan: %v", ErrHandleMismatch, err)
+	}
+	if canon, err := Canonical(plan); err != nil || string(canon) != op.PlanJSON {
+		return plan, fmt.Errorf("%w: plan is not canonical", ErrHandleMismatch)
+	}
+	if plan.TaskID != op.TaskID || plan.WorkspaceID != op.WorkspaceID {
+		return plan, fmt.Errorf("%w: plan task or workspace", ErrHandleMismatch)
+	}
+	if h != nil {
+		if h.OperationID != op.ID || h.TaskID != op.TaskID || h.WorkspaceID != op.WorkspaceID {
+			return plan, fmt.Errorf("%w: handle identity", ErrHandleMismatch)
+		}
+		if !constantTimeEqual(sha256Hex(h.CompletionToken), op.CompletionTokenSHA256) {
+			return plan, fmt.Errorf("%w: completion token", ErrHandleMismatch)
+		}
+		if h.ManifestHash != op.ManifestSHA256 || h.ActorBindingHash != op.ActorBindingSHA256 {
+			return plan, fmt.Errorf("%w: handle hashes", ErrHandleMismatch)
+		}
+	}
+	if len(steps) != len(plan.Steps) {
+		return plan, fmt.Errorf("%w: %d steps stored, %d planned", ErrHandleMismatch, len(steps), len(plan.Steps))
+	}
+	for i, s := range steps {
+		p := plan.Steps[i]
+		if s.Kind != p.Kind || s.StepKey != p.StepKey || s.RequestJSON != string(p.Request) {
+			return plan, fmt.Errorf("%w: step %s differs from the plan", ErrHandleMismatch, s.StepKey)
+		}
+		if RequestHash([]byte(s.RequestJSON)) != s.RequestSHA256 {
+			return plan, fmt.Errorf("%w: step %s request hash", ErrHandleMismatch, s.StepKey)
+		}
+		if IdempotencyKey(op.ID, s.Kind, s.StepKey, s.RequestSHA256) != s.IdempotencyKey {
+			return plan, fmt.Errorf("%w: step %s idempotency key", ErrHandleMismatch, s.StepKey)
+		}
+		if OwnershipMarker(op.ID, s.Kind, s.StepKey, op.CompletionTokenSHA256) != s.OwnershipMarker {
+			return plan, fmt.Errorf("%w: step %s ownership marker", ErrHandleMismatch, s.StepKey)
+		}
+		if s.EvidenceJSON != "" && sha256Hex([]byte(s.EvidenceJSON)) != s.EvidenceSHA256 {
+			return plan, fmt.Errorf("%w: step %s evidence hash", ErrHandleMismatch, s.StepKey)
+		}
+	}
+	return plan, nil
+}
+
+func constantTimeEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var v byte
+	for i := 0; i < len(a); i++ {
+		v |= a[i] ^ b[i]
+	}
+	return v == 0
+}
+
+// lockVerified locks the operation and its steps (lock order: operation,
+// then steps) and verifies every binding.
+func lockVerified(ctx context.Context, tx store.Queries, opID string, h *CreationHandle) (store.Operation, []store.CreationStep, error) {
+	op, err := tx.LockOperation(ctx, opID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return op, nil, fmt.Errorf("%w: operation %s", ErrHandleMismatch, opID)
+		}
+		return op, nil, err
+	}
+	steps, err := tx.ListCreationSteps(ctx, opID)
+	if err != nil {
+		return op, nil, err
+	}
+	if _, err := verifyStored(op, steps, h); err != nil {
+		return op, nil, err
+	}
+	return op, steps, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// TaskEventPayload is the outbox payload of every task event.
+func TaskEventPayload(t store.Task) string {
+	m := map[string]any{"id": t.ID, "workspace_id": t.WorkspaceID, "identifier": t.Identifier, "title": t.Title,
+		"revision": t.Revision}
+	if t.ExternalID != "" {
+		m["external_id"] = t.ExternalID
+	}
+	if t.Source != nil {
+		m["source"] = map[string]string{"provider": t.Source.Provider, "kind": t.Source.Kind, "ref": t.Source.Ref, "url": t.Source.URL}
+	}
+	if t.OwnerConnection != "" {
+		m["owner_connection"] = t.OwnerConnection
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}

@@ -1,0 +1,703 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// fence is the authority a ledger call runs under: the caller's handle, or a
+// recovery claim (owner and generation) on the operation.
+type fence struct {
+	h          *CreationHandle
+	owner      string
+	generation int64
+}
+
+func (f fence) claimOwner() string {
+	if f.h != nil {
+		return "caller"
+	}
+	return f.owner
+}
+
+// lockFenced locks and verifies the operation, and for recovery checks that
+// the claim is still this recoverer's (stale generation → typed conflict).
+func (c *Coordinator) lockFenced(ctx context.Context, tx store.Queries, opID string, f fence) (store.Operation, []store.CreationStep, error) {
+	op, steps, err := lockVerified(ctx, tx, opID, f.h)
+	if err != nil {
+		return op, nil, err
+	}
+	if f.h == nil && (op.LeaseOwner != f.owner || op.Generation != f.generation) {
+		return op, nil, fmt.Errorf("%w: recovery claim of %s lost (generation %d, now %d)", ErrCreationStateConflict, opID, f.generation, op.Generation)
+	}
+	return op, steps, nil
+}
+
+// ExecuteSteps runs every planned or retryable step of the operation.
+func (c *Coordinator) ExecuteSteps(ctx context.Context, h *CreationHandle) error {
+	return c.executeSteps(ctx, h.OperationID, fence{h: h})
+}
+
+func (c *Coordinator) executeSteps(ctx context.Context, opID string, f fence) error {
+	steps, err := c.st.ListCreationSteps(ctx, opID)
+	if err != nil {
+		return fmt.Errorf("list steps: %w", err)
+	}
+	for _, s := range steps {
+		if s.State != store.StepPlanned && s.State != store.StepRetryWait {
+			continue
+		}
+		if err := c.executeStep(ctx, opID, s.Kind, s.StepKey, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func findCreationStep(steps []store.CreationStep, kind, key string) (store.CreationStep, bool) {
+	for _, s := range steps {
+		if s.Kind == kind && s.StepKey == key {
+			return s, true
+		}
+	}
+	return store.CreationStep{}, false
+}
+
+// executeStep: claim (planned|retry_wait → running), effect write with the
+// ownership marker, then completion with evidence — three durable steps, so a
+// crash between any two is reconciled from the effect authority.
+func (c *Coordinator) executeStep(ctx context.Context, opID, kind, key string, f fence) error {
+	if kind != StepRemoteContributionAssociate {
+		return fmt.Errorf("%w: %s", ErrUnsupportedStep, kind)
+	}
+	var claimGen int64
+	err := c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		if op.State != store.OpPreparing {
+			return fmt.Errorf("%w: operation is %s", ErrCreationStateConflict, op.State)
+		}
+		s, _ := findCreationStep(steps, kind, key)
+		if s.State != store.StepPlanned && s.State != store.StepRetryWait {
+			return fmt.Errorf("%w: step %s is %s", ErrCreationStateConflict, key, s.State)
+		}
+		now := c.now()
+		lease := now.Add(c.leaseTTL)
+		s.State, s.Attempt, s.ClaimGeneration = store.StepRunning, s.Attempt+1, s.ClaimGeneration+1
+		s.ClaimOwner, s.LeaseExpiresAt, s.UpdatedAt = f.claimOwner(), &lease, now
+		claimGen = s.ClaimGeneration
+		return tx.UpdateCreationStep(ctx, s)
+	})
+	if err != nil {
+		return fmt.Errorf("claim step: %w", err)
+	}
+	if err := c.failpoint(FailAfterStepClaim); err != nil {
+		return err
+	}
+
+	var foreign *store.Association
+	err = c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		s, _ := findCreationStep(steps, kind, key)
+		if s.State != store.StepRunning || s.ClaimGeneration != claimGen {
+			return fmt.Errorf("%w: step claim lost", ErrCreationStateConflict)
+		}
+		want, err := associationFor(op, s)
+		if err != nil {
+			return err
+		}
+		want.ClaimedAt = c.now()
+		inserted, err := tx.InsertAssociation(ctx, want)
+		if err != nil || inserted {
+			return err
+		}
+		got, err := tx.GetAssociation(ctx, want.Provider, want.ConnectionID, want.ContributionID)
+		if err != nil {
+			return err
+		}
+		if !ownedBy(got, op, s) {
+			foreign = &got
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("step effect: %w", err)
+	}
+	if foreign != nil {
+		reason := fmt.Sprintf("%s %s is already associated with task %s", foreign.ContributionKind, foreign.ContributionID, foreign.TaskID)
+		if err := c.failStep(ctx, opID, kind, key, claimGen, f, reason); err != nil {
+			return err
+		}
+		return &stepError{reason: reason}
+	}
+	if err := c.failpoint(FailAfterEffectWrite); err != nil {
+		return err
+	}
+
+	err = c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		s, _ := findCreationStep(steps, kind, key)
+		if s.State != store.StepRunning || s.ClaimGeneration != claimGen {
+			return fmt.Errorf("%w: step claim lost", ErrCreationStateConflict)
+		}
+		return c.succeedFromAuthority(ctx, tx, op, s)
+	})
+	if err != nil {
+		return fmt.Errorf("complete step: %w", err)
+	}
+	return nil
+}
+
+// succeedFromAuthority reloads the effect row and, when it is exactly ours,
+// records present_exact evidence and marks the step succeeded.
+func (c *Coordinator) succeedFromAuthority(ctx context.Context, tx store.Queries, op store.Operation, s store.CreationStep) error {
+	want, err := associationFor(op, s)
+	if err != nil {
+		return err
+	}
+	got, err := tx.GetAssociation(ctx, want.Provider, want.ConnectionID, want.ContributionID)
+	if err != nil {
+		return err
+	}
+	if !ownedBy(got, op, s) {
+		return fmt.Errorf("%w: effect row is not owned by this operation", ErrHandleMismatch)
+	}
+	now := c.now()
+	evidence, err := evidenceFor(s, "present_exact", observeAssociation(&got), now)
+	if err != nil {
+		return err
+	}
+	s.State, s.EvidenceJSON, s.EvidenceSHA256 = store.StepSucceeded, evidence, sha256Hex([]byte(evidence))
+	s.LeaseExpiresAt, s.ProviderHandle, s.Error, s.UpdatedAt = nil, got.ContributionID, "", now
+	return tx.UpdateCreationStep(ctx, s)
+}
+
+func (c *Coordinator) failStep(ctx context.Context, opID, kind, key string, claimGen int64, f fence, reason string) error {
+	return c.st.InTx(ctx, func(tx store.Queries) error {
+		_, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		s, _ := findCreationStep(steps, kind, key)
+		if s.State != store.StepRunning || s.ClaimGeneration != claimGen {
+			return fmt.Errorf("%w: step claim lost", ErrCreationStateConflict)
+		}
+		now := c.now()
+		evidence, err := evidenceFor(s, "absent_proven", observeAssociation(nil), now)
+		if err != nil {
+			return err
+		}
+		s.State, s.EvidenceJSON, s.EvidenceSHA256 = store.StepFailed, evidence, sha256Hex([]byte(evidence))
+		s.LeaseExpiresAt, s.Error, s.UpdatedAt = nil, reason, now
+		return tx.UpdateCreationStep(ctx, s)
+	})
+}
+
+func associationFor(op store.Operation, s store.CreationStep) (store.Association, error) {
+	var req RemoteContributionRequest
+	if err := decodeStrict([]byte(s.RequestJSON), &req); err != nil {
+		return store.Association{}, fmt.Errorf("%w: step request: %v", ErrHandleMismatch, err)
+	}
+	if req.TaskID != op.TaskID || req.WorkspaceID != op.WorkspaceID {
+		return store.Association{}, fmt.Errorf("%w: step request names another task", ErrHandleMismatch)
+	}
+	return store.Association{Provider: req.Provider, ConnectionID: req.ConnectionID, ContributionID: req.ContributionID,
+		ContributionKind: req.ContributionKind, TaskID: req.TaskID, WorkspaceID: req.WorkspaceID,
+		RepositoryID: req.RepositoryID, OperationID: op.ID, IdempotencyKey: s.IdempotencyKey,
+		OwnershipMarker: s.OwnershipMarker}, nil
+}
+
+// ownedBy: the row is this operation's exact effect.
+func ownedBy(a store.Association, op store.Operation, s store.CreationStep) bool {
+	want, err := associationFor(op, s)
+	if err != nil {
+		return false
+	}
+	return a.OperationID == op.ID && a.OwnershipMarker == s.OwnershipMarker && a.IdempotencyKey == s.IdempotencyKey &&
+		a.TaskID == want.TaskID && a.WorkspaceID == want.WorkspaceID && a.RepositoryID == want.RepositoryID &&
+		a.ContributionKind == want.ContributionKind
+}
+
+func observeAssociation(a *store.Association) map[string]any {
+	if a == nil {
+		return map[string]any{"row": nil}
+	}
+	row := map[string]any{"provider": a.Provider, "connection_id": a.ConnectionID, "contribution_id": a.ContributionID,
+		"contribution_kind": a.ContributionKind, "task_id": a.TaskID, "workspace_id": a.WorkspaceID,
+		"repository_id": a.RepositoryID, "operation_id": a.OperationID, "idempotency_key": a.IdempotencyKey,
+		"ownership_marker": a.OwnershipMarker, "claimed_at_us": strconv.FormatInt(a.ClaimedAt.UnixMicro(), 10)}
+	canon, _ := Canonical(row)
+	return map[string]any{"row": row, "row_sha256": sha256Hex(canon)}
+}
+
+type stepEvidence struct {
+	Version       int            `json:"version"`
+	Kind          string         `json:"kind"`
+	StepKey       string         `json:"step_key"`
+	RequestSHA256 string         `json:"request_sha256"`
+	Observation   map[string]any `json:"observation"`
+	ObservedAt    string         `json:"observed_at"`
+	Effect        string         `json:"effect"`
+}
+
+func evidenceFor(s store.CreationStep, effect string, observation map[string]any, at time.Time) (string, error) {
+	b, err := Canonical(stepEvidence{Version: 1, Kind: s.Kind, StepKey: s.StepKey, RequestSHA256: s.RequestSHA256,
+		Observation: observation, ObservedAt: at.Format(time.RFC3339Nano), Effect: effect})
+	if err != nil {
+		return "", fmt.Errorf("step evidence: %w", err)
+	}
+	return string(b), nil
+}
+
+// verifyEvidence re-proves a succeeded step against the effect authority:
+// the stored evidence must describe exactly the row that exists now.
+func verifyEvidence(ctx context.Context, tx store.Queries, op store.Operation, s store.CreationStep) error {
+	var ev stepEvidence
+	if err := json.Unmarshal([]byte(s.EvidenceJSON), &ev); err != nil {
+		return fmt.Errorf("%w: step %s evidence: %v", ErrHandleMismatch, s.StepKey, err)
+	}
+	if ev.Effect != "present_exact" || ev.RequestSHA256 != s.RequestSHA256 || ev.StepKey != s.StepKey || ev.Kind != s.Kind {
+		return fmt.Errorf("%w: step %s evidence does not match the step", ErrHandleMismatch, s.StepKey)
+	}
+	want, err := associationFor(op, s)
+	if err != nil {
+		return err
+	}
+	got, err := tx.GetAssociation(ctx, want.Provider, want.ConnectionID, want.ContributionID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: step %s effect row is gone", ErrHandleMismatch, s.StepKey)
+		}
+		return err
+	}
+	current, _ := Canonical(observeAssociation(&got))
+	stored, _ := Canonical(ev.Observation)
+	if string(current) != string(stored) || !ownedBy(got, op, s) {
+		return fmt.Errorf("%w: step %s effect row differs from its evidence", ErrHandleMismatch, s.StepKey)
+	}
+	return nil
+}
+
+// CompleteTaskCreation finishes a creation in two durable phases:
+// preparing → completing, then completing → completed with settlement, the
+// task's first revision and task.created in one transaction.
+func (c *Coordinator) CompleteTaskCreation(ctx context.Context, h *CreationHandle) (Result, error) {
+	return c.complete(ctx, h.OperationID, fence{h: h})
+}
+
+// errTaskGone: the task row of an unfinished creation was deleted underneath
+// it (only possible by bypassing the task service, which refuses to delete a
+// task still being created). The surface's not-found error (spec:
+// settlement, zero rows, task deleted).
+var errTaskGone = failure.New(failure.NotFound, "task not found")
+
+func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Result, error) {
+	var replay *Result
+	taskGone := false
+	err := c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		switch op.State {
+		case store.OpCompleted:
+			r, err := c.replayCompleted(ctx, tx, op)
+			replay = &r
+			return err
+		case store.OpCompleting:
+			return nil // phase A already committed
+		case store.OpPreparing:
+		default:
+			return fmt.Errorf("%w: cannot complete an operation in state %s", ErrCreationStateConflict, op.State)
+		}
+		if err := completePredicate(ctx, tx, op, steps); err != nil {
+			return err
+		}
+		now := c.now()
+		if _, err := tx.LockTask(ctx, op.TaskID); err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			// Nothing left to complete: record the abort so that it (or
+			// recovery's abort_preparing) compensates the effects.
+			taskGone = true
+			op.Error, op.UpdatedAt = "aborted: task deleted during creation", now
+			return tx.UpdateOperation(ctx, op)
+		}
+		op.State, op.UpdatedAt = store.OpCompleting, now
+		if err := tx.UpdateOperation(ctx, op); err != nil {
+			return err
+		}
+		return tx.SetTaskCreationState(ctx, op.TaskID, store.CreationCompleting, now)
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("complete task creation (phase a): %w", err)
+	}
+	if replay != nil {
+		return *replay, nil
+	}
+	if taskGone {
+		if err := c.abort(ctx, opID, f, "task deleted during creation"); err != nil {
+			c.logger.Warn("abort after task deletion failed; recovery will retry", "operation_id", opID, "error", err)
+		}
+		return Result{}, errTaskGone
+	}
+	if err := c.failpoint(FailAfterPhaseA); err != nil {
+		return Result{}, err
+	}
+
+	var res Result
+	err = c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		if op.State == store.OpCompleted {
+			res, err = c.replayCompleted(ctx, tx, op)
+			return err
+		}
+		if op.State != store.OpCompleting {
+			return fmt.Errorf("%w: phase b found state %s", ErrCreationStateConflict, op.State)
+		}
+		for _, s := range steps {
+			if err := verifyEvidence(ctx, tx, op, s); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.LockTask(ctx, op.TaskID); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("%w: %w", errTaskGone, err)
+			}
+			return err
+		}
+		now := c.now()
+		outcome := Created
+		if op.ExternalID != "" {
+			// Settlement: the predicate includes external_id, so a released
+			// identity is never stamped; 0 rows → identity lost.
+			n, err := tx.SettleExternalID(ctx, op.TaskID, op.ExternalID, now)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				outcome = CreatedIdentityLost
+			}
+		} else if op.ReleaseApplied {
+			outcome = CreatedIdentityLost
+		}
+		task, err := tx.GetTask(ctx, op.TaskID)
+		if err != nil {
+			return err
+		}
+		if outcome == CreatedIdentityLost && task.ExternalID != "" {
+			return fmt.Errorf("%w: settlement missed a task that holds %q", ErrCreationStateConflict, task.ExternalID)
+		}
+		task.Revision, task.UpdatedAt = 1, now
+		if err := tx.UpdateTask(ctx, task); err != nil {
+			return err
+		}
+		if err := tx.SetTaskCreationState(ctx, task.ID, store.CreationComplete, now); err != nil {
+			return err
+		}
+		task.CreationState = store.CreationComplete
+		eventID, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: task.WorkspaceID, TaskID: task.ID,
+			Revision: 1, Type: store.EventTaskCreated, Payload: TaskEventPayload(task), CreatedAt: now})
+		if err != nil {
+			return err
+		}
+		op.State, op.Outcome, op.EventID, op.UpdatedAt = store.OpCompleted, outcome.String(), eventID, now
+		op.LeaseOwner, op.LeaseExpiresAt = "", nil
+		if err := tx.UpdateOperation(ctx, op); err != nil {
+			return err
+		}
+		res = Result{Task: task, Outcome: outcome}
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("complete task creation (phase b): %w", err)
+	}
+	if err := c.failpoint(FailAfterPhaseB); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+func completePredicate(ctx context.Context, tx store.Queries, op store.Operation, steps []store.CreationStep) error {
+	if op.Error != "" {
+		return fmt.Errorf("%w: abort requested: %s", ErrCreationStateConflict, op.Error)
+	}
+	for _, s := range steps {
+		if s.State != store.StepSucceeded || s.Compensation != store.CompensationNone {
+			return fmt.Errorf("%w: step %s is %s", ErrCreationStateConflict, s.StepKey, s.State)
+		}
+		if err := verifyEvidence(ctx, tx, op, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseOutcome(s string) Outcome {
+	for _, o := range []Outcome{Created, FoundSettled, FoundUnsettled, CreatedIdentityLost} {
+		if o.String() == s {
+			return o
+		}
+	}
+	return 0
+}
+
+// replayCompleted returns the stored result of a completed operation.
+func (c *Coordinator) replayCompleted(ctx context.Context, tx store.Queries, op store.Operation) (Result, error) {
+	task, err := tx.GetTask(ctx, op.TaskID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Result{}, failure.New(failure.NotFound, "task not found")
+		}
+		return Result{}, err
+	}
+	return Result{Task: task, Outcome: parseOutcome(op.Outcome)}, nil
+}
+
+// AbortTaskCreation compensates every effect this operation owns, deletes the
+// partial task, and keeps the operation and steps as aborted; no event. It is
+// durable in three steps (intent, compensation, finalization), each resumable
+// by recovery.
+func (c *Coordinator) AbortTaskCreation(ctx context.Context, h *CreationHandle, cause string) error {
+	return c.abort(ctx, h.OperationID, fence{h: h}, cause)
+}
+
+func (c *Coordinator) abort(ctx context.Context, opID string, f fence, cause string) error {
+	aborted := false
+	err := c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		switch op.State {
+		case store.OpAborted:
+			aborted = true
+			return nil
+		case store.OpPreparing:
+		default:
+			return fmt.Errorf("%w: cannot abort an operation in state %s", ErrCreationStateConflict, op.State)
+		}
+		now := c.now()
+		for _, s := range steps {
+			switch s.State {
+			case store.StepRunning, store.StepUnknown:
+				return fmt.Errorf("%w: step %s is %s; recovery owns it", ErrCreationStateConflict, s.StepKey, s.State)
+			case store.StepSucceeded:
+				if s.Compensation == store.CompensationNone {
+					// Abort, like Complete, requires the effect row to be
+					// byte-equivalent to its evidence: a tampered or foreign
+					// row is never compensated away (or left orphaned).
+					if err := verifyEvidence(ctx, tx, op, s); err != nil {
+						return err
+					}
+					s.Compensation, s.UpdatedAt = store.CompensationRequired, now
+					if err := tx.UpdateCreationStep(ctx, s); err != nil {
+						return err
+					}
+				}
+			case store.StepPlanned, store.StepRetryWait:
+				evidence, err := evidenceFor(s, "absent_proven", observeAssociation(nil), now)
+				if err != nil {
+					return err
+				}
+				s.State, s.EvidenceJSON, s.EvidenceSHA256 = store.StepFailed, evidence, sha256Hex([]byte(evidence))
+				s.Error, s.UpdatedAt = "not run: creation aborted", now
+				if err := tx.UpdateCreationStep(ctx, s); err != nil {
+					return err
+				}
+			}
+		}
+		if op.Error == "" {
+			op.Error = "aborted: " + cause
+		}
+		op.UpdatedAt = now
+		return tx.UpdateOperation(ctx, op)
+	})
+	if err != nil || aborted {
+		return wrapAbort(err)
+	}
+	if err := c.compensate(ctx, opID, f); err != nil {
+		return wrapAbort(err)
+	}
+	return wrapAbort(c.finalizeAbort(ctx, opID, f))
+}
+
+func wrapAbort(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("abort task creation: %w", err)
+}
+
+// compensate deletes the effect rows of every step whose compensation is
+// required, by operation and ownership marker only.
+func (c *Coordinator) compensate(ctx context.Context, opID string, f fence) error {
+	return c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		now := c.now()
+		for _, s := range steps {
+			if s.Compensation != store.CompensationRequired {
+				continue
+			}
+			if err := checkCompensable(ctx, tx, op, s); err != nil {
+				return err
+			}
+			n, err := tx.DeleteAssociationsOwnedBy(ctx, op.ID, s.OwnershipMarker)
+			if err != nil {
+				return err
+			}
+			if n > 1 {
+				return fmt.Errorf("%w: compensation of %s matched %d rows", ErrCreationStateConflict, s.StepKey, n)
+			}
+			if err := c.failpoint(FailInsideAbortCompensate); err != nil {
+				return err // rolls the compensation back: a crash inside it
+			}
+			s.Compensation, s.UpdatedAt = store.CompensationDone, now
+			if err := tx.UpdateCreationStep(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// checkCompensable refuses to compensate a step whose effect row exists but
+// is not exactly this operation's (deleting by marker would then match
+// nothing and the row would outlive the aborted task). An absent row has
+// nothing left to compensate.
+func checkCompensable(ctx context.Context, tx store.Queries, op store.Operation, s store.CreationStep) error {
+	want, err := associationFor(op, s)
+	if err != nil {
+		return err
+	}
+	got, err := tx.GetAssociation(ctx, want.Provider, want.ConnectionID, want.ContributionID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case !ownedBy(got, op, s):
+		return fmt.Errorf("%w: step %s effect row is not owned by this operation", ErrHandleMismatch, s.StepKey)
+	}
+	return nil
+}
+
+func (c *Coordinator) finalizeAbort(ctx context.Context, opID string, f fence) error {
+	return c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		if err != nil {
+			return err
+		}
+		if op.State == store.OpAborted {
+			return nil
+		}
+		for _, s := range steps {
+			if s.Compensation == store.CompensationRequired || s.State == store.StepRunning || s.State == store.StepUnknown {
+				return fmt.Errorf("%w: step %s not settled for abort", ErrCreationStateConflict, s.StepKey)
+			}
+			if s.State == store.StepSucceeded && s.Compensation != store.CompensationDone {
+				return fmt.Errorf("%w: step %s has a live effect", ErrCreationStateConflict, s.StepKey)
+			}
+		}
+		if err := tx.DeleteTask(ctx, op.TaskID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		op.State, op.UpdatedAt, op.LeaseOwner, op.LeaseExpiresAt = store.OpAborted, c.now(), "", nil
+		return tx.UpdateOperation(ctx, op)
+	})
+}
+
+// ReleaseExternalID frees an identity without deleting its task. A task still
+// preparing goes through preparing-release (two durable steps); its Complete
+// then reports CreatedIdentityLost.
+func (c *Coordinator) ReleaseExternalID(ctx context.Context, workspaceID, rawExternalID string) (store.Task, error) {
+	ext, err := NormalizeExternalID(rawExternalID)
+	if err != nil {
+		return store.Task{}, err
+	}
+	if ext == "" {
+		return store.Task{}, failure.New(failure.Invalid, "external_id is required")
+	}
+	t, err := c.st.LookupTaskByExternalID(ctx, workspaceID, ext)
+	if err != nil {
+		return t, err
+	}
+	if t.CreationState != store.CreationPreparing || t.CreationOperationID == "" {
+		return c.st.ReleaseExternalID(ctx, workspaceID, ext)
+	}
+	opID := t.CreationOperationID
+	err = c.st.InTx(ctx, func(tx store.Queries) error {
+		op, steps, err := lockVerified(ctx, tx, opID, nil)
+		if err != nil {
+			return err
+		}
+		if op.State != store.OpPreparing {
+			return failure.New(failure.Conflict, "task creation is %s; retry the release", op.State)
+		}
+		for _, s := range steps {
+			if s.State == store.StepRunning || s.State == store.StepUnknown || s.Compensation == store.CompensationRequired {
+				return failure.New(failure.Conflict, "task creation has a step in progress; retry the release")
+			}
+		}
+		op.State, op.UpdatedAt = store.OpPreparingRelease, c.now()
+		return tx.UpdateOperation(ctx, op)
+	})
+	if err != nil {
+		return store.Task{}, fmt.Errorf("claim preparing release: %w", err)
+	}
+	return c.applyPreparingRelease(ctx, opID)
+}
+
+// applyPreparingRelease clears the claim and returns the operation to
+// preparing with release_applied; recovery retries it after a crash.
+func (c *Coordinator) applyPreparingRelease(ctx context.Context, opID string) (store.Task, error) {
+	var task store.Task
+	err := c.st.InTx(ctx, func(tx store.Queries) error {
+		op, _, err := lockVerified(ctx, tx, opID, nil)
+		if err != nil {
+			return err
+		}
+		if op.State != store.OpPreparingRelease {
+			return fmt.Errorf("%w: release found state %s", ErrCreationStateConflict, op.State)
+		}
+		t, err := tx.LockTask(ctx, op.TaskID)
+		if err != nil {
+			return err
+		}
+		if t.ExternalID != "" {
+			if task, err = tx.ReleaseExternalID(ctx, t.WorkspaceID, t.ExternalID); err != nil {
+				return err
+			}
+		} else {
+			task = t
+		}
+		op.State, op.ReleaseApplied, op.UpdatedAt = store.OpPreparing, true, c.now()
+		return tx.UpdateOperation(ctx, op)
+	})
+	if err != nil {
+		return store.Task{}, fmt.Errorf("apply preparing release: %w", err)
+	}
+	return task, nil
+}

@@ -1,0 +1,177 @@
+package idempotency
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/gowebpki/jcs"
+)
+
+// Hash domains (specs/task-creation-protocol.md, "Canonical bindings").
+const (
+	manifestDomain = "kandev/task-creation-plan/v1"
+	actorDomain    = "kandev/task-creation-actor/v1"
+	requestDomain  = "kandev/task-creation-step-request/v1"
+	evidenceDomain = "kandev/task-creation-step-evidence/v1"
+	markerDomain   = "tracker-gateway/task-creation-ownership/v1"
+)
+
+// Step kinds: the spec's closed set. Only StepRemoteContributionAssociate has
+// an executor in the gateway.
+const (
+	StepWorkspaceAttachment         = "workspace_attachment"
+	StepAttachmentClaim             = "attachment_claim"
+	StepFreshBranchPrepare          = "fresh_branch_prepare"
+	StepRemoteContributionAssociate = "remote_contribution_associate"
+	StepSessionPrepare              = "session_prepare"
+	StepLaunchIntent                = "launch_intent"
+)
+
+var knownStepKinds = map[string]bool{
+	StepWorkspaceAttachment: true, StepAttachmentClaim: true, StepFreshBranchPrepare: true,
+	StepRemoteContributionAssociate: true, StepSessionPrepare: true, StepLaunchIntent: true,
+}
+
+// RemoteContributionRequest is the complete request object of a
+// remote_contribution_associate step (no extra fields are valid).
+type RemoteContributionRequest struct {
+	Provider         string `json:"provider"`
+	WorkspaceID      string `json:"workspace_id"`
+	RepositoryID     string `json:"repository_id"`
+	ContributionKind string `json:"contribution_kind"`
+	ContributionID   string `json:"contribution_id"`
+	ConnectionID     string `json:"connection_id"`
+	TaskID           string `json:"task_id"`
+}
+
+// StepKey is the canonical key provider:connection:contribution-kind:contribution-id.
+func (r RemoteContributionRequest) StepKey() string {
+	return r.Provider + ":" + r.ConnectionID + ":" + r.ContributionKind + ":" + r.ContributionID
+}
+
+// PlanStep is one planned step of a CreationPlan.
+type PlanStep struct {
+	Kind    string          `json:"kind"`
+	StepKey string          `json:"step_key"`
+	Request json.RawMessage `json:"request"`
+}
+
+// DatabaseRow names a row Begin writes, with the hash of its content.
+type DatabaseRow struct {
+	Table     string `json:"table"`
+	Key       string `json:"key"`
+	RowSHA256 string `json:"row_sha256"`
+}
+
+// CreationPlan is what Begin commits to; its RFC 8785 form is hashed into
+// the manifest hash.
+type CreationPlan struct {
+	Version        int           `json:"version"`
+	TaskID         string        `json:"task_id"`
+	WorkspaceID    string        `json:"workspace_id"`
+	WorkflowStepID string        `json:"workflow_step_id"`
+	ParentID       *string       `json:"parent_id"`
+	RequestSHA256  string        `json:"request_sha256"`
+	DatabaseRows   []DatabaseRow `json:"database_rows"`
+	Steps          []PlanStep    `json:"steps"`
+}
+
+// ActorBindingDocument binds an operation to who began it.
+type ActorBindingDocument struct {
+	Version           int     `json:"version"`
+	Actor             string  `json:"actor"`
+	PrincipalID       string  `json:"principal_id"`
+	WorkspaceID       string  `json:"workspace_id"`
+	AuthMode          string  `json:"auth_mode"`
+	AuthorityKind     string  `json:"authority_kind"`
+	AuthorityID       string  `json:"authority_id"`
+	AuthorityRevision uint64  `json:"authority_revision"`
+	LeaseGeneration   *uint64 `json:"lease_generation"`
+}
+
+// Canonical returns the RFC 8785 JSON of v.
+func Canonical(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("marshal: %w", err)
+	}
+	out, err := jcs.Transform(raw)
+	if err != nil {
+		return nil, fmt.Errorf("canonicalize: %w", err)
+	}
+	return out, nil
+}
+
+// domainHash is lowercase hex SHA-256(ASCII(domain) || 0x00 || data).
+func domainHash(domain string, data []byte) string {
+	h := sha256.New()
+	h.Write([]byte(domain))
+	h.Write([]byte{0})
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// sortPlan orders lists by their canonical keys.
+func sortPlan(p *CreationPlan) {
+	sort.Slice(p.Steps, func(i, j int) bool {
+		if p.Steps[i].Kind != p.Steps[j].Kind {
+			return p.Steps[i].Kind < p.Steps[j].Kind
+		}
+		return p.Steps[i].StepKey < p.Steps[j].StepKey
+	})
+	sort.Slice(p.DatabaseRows, func(i, j int) bool {
+		if p.DatabaseRows[i].Table != p.DatabaseRows[j].Table {
+			return p.DatabaseRows[i].Table < p.DatabaseRows[j].Table
+		}
+		return p.DatabaseRows[i].Key < p.DatabaseRows[j].Key
+	})
+}
+
+// ManifestHash hashes canonical plan JSON.
+func ManifestHash(canonicalPlan []byte) string { return domainHash(manifestDomain, canonicalPlan) }
+
+// ActorBindingHash hashes a canonical actor document.
+func ActorBindingHash(canonicalActor []byte) string { return domainHash(actorDomain, canonicalActor) }
+
+// RequestHash hashes a canonical step request.
+func RequestHash(canonicalRequest []byte) string { return domainHash(requestDomain, canonicalRequest) }
+
+// IdempotencyKey is SHA-256 over operation, kind, canonical step key and
+// request hash.
+func IdempotencyKey(operationID, kind, stepKey, requestHash string) string {
+	h := sha256.New()
+	for _, part := range []string{operationID, kind, stepKey, requestHash} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// OwnershipMarker is what an operation writes into the effect rows it owns:
+// derived from the operation, the step and the completion-token hash, so it
+// cannot be forged without the stored token hash and is checked on every use.
+func OwnershipMarker(operationID, kind, stepKey, tokenHash string) string {
+	h := sha256.New()
+	h.Write([]byte(markerDomain))
+	for _, part := range []string{operationID, kind, stepKey, tokenHash} {
+		h.Write([]byte{0})
+		h.Write([]byte(part))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// decodeStrict decodes canonical JSON refusing unknown fields.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

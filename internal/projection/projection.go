@@ -1,0 +1,383 @@
+// Package projection maintains the provider PR/MR projection
+// (github_task_prs, gitlab_task_mrs): the optional provider_pr_association of
+// specs/task-creation-protocol.md. It runs after Complete — it reads
+// task.created from the outbox — and is retried with backoff that honours
+// Retry-After and rate-limit resets; its failures are recorded on the row and
+// never affect creation.
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cenkalti/backoff/v4"
+	gh "github.com/google/go-github/v62/github"
+	gitlab "gitlab.com/gitlab-org/api/client-go"
+
+	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks"
+)
+
+// Consumer is this projector's outbox cursor name.
+const Consumer = "provider_pr_association"
+
+// Projector refreshes projections and lists a task's contributions.
+type Projector struct {
+	st     store.Store
+	conns  func(string) (config.Connection, bool)
+	logger *slog.Logger
+	now    func() time.Time
+	// HTTPClient is used for provider API calls.
+	HTTPClient *http.Client
+	// Interval is the idle poll period of Run.
+	Interval time.Duration
+}
+
+// New returns a projector.
+func New(st store.Store, conns func(string) (config.Connection, bool), logger *slog.Logger, now func() time.Time) *Projector {
+	return &Projector{st: st, conns: conns, logger: logger, now: func() time.Time { return now().UTC() },
+		HTTPClient: &http.Client{Timeout: 20 * time.Second}, Interval: 2 * time.Second}
+}
+
+// Contributions lists the PR/MRs linked to a task with their projection.
+func (p *Projector) Contributions(ctx context.Context, taskID string) ([]tasks.Contribution, error) {
+	rows, err := p.st.ListProjectionsForTask(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tasks.Contribution, 0, len(rows))
+	for _, r := range rows {
+		kind := "pull_request"
+		if r.Provider == "gitlab" {
+			kind = "merge_request"
+		}
+		state := r.State
+		if r.Merged {
+			state = "merged"
+		}
+		out = append(out, tasks.Contribution{Provider: r.Provider, Kind: kind, Repository: r.Repository, Number: r.Number,
+			URL: r.URL, Title: r.Title, State: state, Draft: r.Draft, MergedAt: r.MergedAt, HeadBranch: r.HeadBranch,
+			BaseBranch: r.BaseBranch, HeadSHA: r.HeadSHA, Author: r.Author, UpdatedAt: r.ProviderUpdatedAt,
+			LastSyncedAt: r.LastSyncedAt})
+	}
+	return out, nil
+}
+
+// Run consumes task.created events and refreshes due rows until ctx ends.
+func (p *Projector) Run(ctx context.Context) {
+	for {
+		if err := p.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			p.logger.Warn("projection pass failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(p.Interval):
+		}
+	}
+}
+
+// RunOnce marks the projections of newly created tasks for refresh, then
+// refreshes every due row once.
+func (p *Projector) RunOnce(ctx context.Context) error {
+	if err := p.consumeOutbox(ctx); err != nil {
+		return err
+	}
+	due, err := p.st.ListProjectionsDue(ctx, p.now(), 50)
+	if err != nil {
+		return err
+	}
+	for _, row := range due {
+		p.refresh(ctx, row)
+	}
+	return nil
+}
+
+// consumeOutbox: after task.created, a task's projection rows with an API
+// token are due for a refresh (the payload may have been partial).
+func (p *Projector) consumeOutbox(ctx context.Context) error {
+	cursor, err := p.st.GetOutboxCursor(ctx, Consumer)
+	if err != nil {
+		return err
+	}
+	events, err := p.st.ReadTaskEvents(ctx, cursor, 200)
+	if err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if ev.Type == store.EventTaskCreated {
+			rows, err := p.st.ListProjectionsForTask(ctx, ev.TaskID)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if conn, ok := p.conns(r.ConnectionID); ok && conn.APIToken != "" && r.LastSyncedAt == nil && r.NextSyncAt == nil {
+					due := p.now()
+					r.NextSyncAt = &due
+					if err := p.st.UpdateProjectionSync(ctx, r); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		cursor = ev.ID
+	}
+	if len(events) > 0 {
+		return p.st.SaveOutboxCursor(ctx, Consumer, cursor, p.now())
+	}
+	return nil
+}
+
+// retryAfter is a provider-imposed wait.
+type retryAfter struct {
+	wait time.Duration
+	err  error
+}
+
+func (r *retryAfter) Error() string { return r.err.Error() }
+func (r *retryAfter) Unwrap() error { return r.err }
+
+func (p *Projector) refresh(ctx context.Context, row store.Projection) {
+	conn, ok := p.conns(row.ConnectionID)
+	if !ok || conn.APIToken == "" {
+		row.NextSyncAt = nil
+		_ = p.st.UpdateProjectionSync(ctx, row)
+		return
+	}
+	fresh, err := p.fetch(ctx, conn, row)
+	now := p.now()
+	if err != nil && ctx.Err() != nil {
+		return // shutting down: not a provider failure, the row stays due
+	}
+	if err != nil {
+		row.SyncAttempts++
+		row.SyncError = syncError(err, conn.APIToken)
+		next := now.Add(delay(row.SyncAttempts, err))
+		row.NextSyncAt = &next
+		p.logger.Info("projection refresh failed", "connection", row.ConnectionID, "task_id", row.TaskID,
+			"attempts", row.SyncAttempts, "next_sync_at", next, "error", row.SyncError)
+		if uerr := p.st.UpdateProjectionSync(ctx, row); uerr != nil {
+			p.logger.Warn("record projection failure", "task_id", row.TaskID, "error", uerr)
+		}
+		return
+	}
+	fresh.LastSyncedAt, fresh.NextSyncAt, fresh.SyncAttempts, fresh.SyncError = &now, nil, 0, ""
+	if err := p.st.UpsertProjection(ctx, fresh); err != nil {
+		p.logger.Warn("store projection", "task_id", row.TaskID, "error", err)
+		return
+	}
+	// A stale API answer (older than the payload we hold) does not
+	// overwrite; still record that the row was checked.
+	row.LastSyncedAt, row.NextSyncAt, row.SyncAttempts, row.SyncError = &now, nil, 0, ""
+	_ = p.st.UpdateProjectionSync(ctx, row)
+}
+
+// maxSyncError bounds the stored sync_error (an API error can carry a whole
+// HTML error page).
+const maxSyncError = 1000
+
+// syncError is the message stored on the row: the API token never appears
+// in it (an error could echo a URL or header), and it is bounded.
+func syncError(err error, token string) string {
+	msg := err.Error()
+	if token != "" {
+		msg = strings.ReplaceAll(msg, token, "[redacted]")
+	}
+	msg = strings.ToValidUTF8(strings.ReplaceAll(msg, "\x00", ""), "\uFFFD")
+	if len(msg) > maxSyncError {
+		cut := maxSyncError
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return msg
+}
+
+// maxProviderWait bounds a provider-imposed wait (a garbled Retry-After
+// must not park a row for years).
+const maxProviderWait = 24 * time.Hour
+
+// delay is exponential backoff (cenkalti/backoff: 2s, ×1.5, at most 10
+// minutes, no jitter) for the n-th consecutive failure, raised to what the
+// provider asked for (Retry-After, rate-limit reset).
+func delay(attempt int, err error) time.Duration {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.RandomizationFactor = 2*time.Second, 10*time.Minute, 0
+	b.MaxElapsedTime = 0 // never Stop: the row is retried until it succeeds
+	b.Reset()
+	d := b.NextBackOff()
+	for i := 1; i < attempt && d < b.MaxInterval; i++ {
+		d = b.NextBackOff()
+	}
+	var ra *retryAfter
+	if errors.As(err, &ra) && ra.wait > d {
+		d = min(ra.wait, maxProviderWait)
+	}
+	return d
+}
+
+func (p *Projector) fetch(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
+	switch conn.Provider {
+	case "github":
+		return p.fetchGitHub(ctx, conn, row)
+	case "gitlab":
+		return p.fetchGitLab(ctx, conn, row)
+	}
+	return row, fmt.Errorf("no projection API for %s", conn.Provider)
+}
+
+func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
+	client := gh.NewClient(p.HTTPClient).WithAuthToken(conn.APIToken)
+	if conn.APIBaseURL != "" {
+		var err error
+		if client, err = client.WithEnterpriseURLs(conn.APIBaseURL, conn.APIBaseURL); err != nil {
+			return row, err
+		}
+		base := strings.TrimSuffix(conn.APIBaseURL, "/") + "/"
+		client.BaseURL, _ = client.BaseURL.Parse(base)
+	}
+	owner, repo, ok := strings.Cut(row.Repository, "/")
+	if !ok {
+		return row, fmt.Errorf("repository %q is not owner/repo", row.Repository)
+	}
+	pr, resp, err := client.PullRequests.Get(ctx, owner, repo, int(row.Number))
+	if err != nil {
+		return row, p.githubRetry(err, resp)
+	}
+	if pr.GetID() != row.ProviderID {
+		// The row's key is the payload's pull_request.id; never write the
+		// answer under another key (that would be a second row).
+		return row, fmt.Errorf("GitHub answered pull request id %d for %s#%d, the row holds %d", pr.GetID(), row.Repository, row.Number, row.ProviderID)
+	}
+	out := row
+	out.URL, out.Title = pr.GetHTMLURL(), pr.GetTitle()
+	out.Draft, out.Merged = pr.GetDraft(), pr.GetMerged() || pr.MergedAt != nil
+	out.State = "open"
+	switch {
+	case out.Merged:
+		out.State = "merged"
+	case pr.GetState() == "closed":
+		out.State = "closed"
+	}
+	if pr.MergedAt != nil {
+		t := pr.MergedAt.UTC()
+		out.MergedAt = &t
+	}
+	out.HeadBranch, out.BaseBranch = pr.GetHead().GetRef(), pr.GetBase().GetRef()
+	out.HeadSHA, out.Author = pr.GetHead().GetSHA(), pr.GetUser().GetLogin()
+	if pr.UpdatedAt != nil {
+		t := pr.UpdatedAt.UTC()
+		out.ProviderUpdatedAt = &t
+	}
+	return out, nil
+}
+
+// githubRetry turns a failed call into an error carrying the provider's
+// wait, computed from the response headers against the projector's clock.
+func (p *Projector) githubRetry(err error, resp *gh.Response) error {
+	if resp != nil && resp.Response != nil {
+		if d := retryAfterHeader(resp.Header, resp.StatusCode, p.now()); d > 0 {
+			return &retryAfter{wait: d, err: err}
+		}
+	}
+	var rl *gh.RateLimitError
+	var abuse *gh.AbuseRateLimitError
+	switch {
+	case errors.As(err, &rl) && !rl.Rate.Reset.IsZero():
+		if d := rl.Rate.Reset.Sub(p.now()); d > 0 {
+			return &retryAfter{wait: d, err: err}
+		}
+	case errors.As(err, &abuse) && abuse.RetryAfter != nil && *abuse.RetryAfter > 0:
+		return &retryAfter{wait: *abuse.RetryAfter, err: err}
+	}
+	return err
+}
+
+// retryAfterHeader is the wait a provider asked for: Retry-After (seconds
+// or an HTTP date), else, on a refusal with no requests remaining, the
+// rate-limit reset (GitHub X-RateLimit-Reset, GitLab RateLimit-Reset: Unix
+// seconds). now is the projector's clock.
+func retryAfterHeader(h http.Header, status int, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
+			if sec <= 0 {
+				return 0
+			}
+			return time.Duration(min(sec, int64(maxProviderWait/time.Second))) * time.Second
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return t.Sub(now)
+		}
+	}
+	if status != http.StatusForbidden && status != http.StatusTooManyRequests {
+		return 0
+	}
+	for _, prefix := range []string{"X-RateLimit-", "RateLimit-"} {
+		if h.Get(prefix+"Remaining") != "0" {
+			continue
+		}
+		if sec, err := strconv.ParseInt(strings.TrimSpace(h.Get(prefix+"Reset")), 10, 64); err == nil && sec > 0 {
+			return time.Unix(sec, 0).Sub(now)
+		}
+	}
+	return 0
+}
+
+func (p *Projector) fetchGitLab(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
+	opts := []gitlab.ClientOptionFunc{gitlab.WithHTTPClient(p.HTTPClient), gitlab.WithoutRetries()}
+	if conn.APIBaseURL != "" {
+		opts = append(opts, gitlab.WithBaseURL(conn.APIBaseURL))
+	} else {
+		opts = append(opts, gitlab.WithBaseURL("https://"+conn.Host+"/api/v4"))
+	}
+	client, err := gitlab.NewClient(conn.APIToken, opts...)
+	if err != nil {
+		return row, err
+	}
+	mr, resp, err := client.MergeRequests.GetMergeRequest(row.Repository, row.Number, nil, gitlab.WithContext(ctx))
+	if err != nil {
+		if resp != nil && resp.Response != nil {
+			if d := retryAfterHeader(resp.Header, resp.StatusCode, p.now()); d > 0 {
+				return row, &retryAfter{wait: d, err: err}
+			}
+		}
+		return row, err
+	}
+	if mr.ID != row.ProviderID {
+		return row, fmt.Errorf("GitLab answered merge request id %d for %s!%d, the row holds %d", mr.ID, row.Repository, row.Number, row.ProviderID)
+	}
+	out := row
+	out.URL, out.Title, out.Draft = mr.WebURL, mr.Title, mr.Draft || mr.WorkInProgress
+	// GitLab states: opened, closed, locked (being merged), merged.
+	out.State, out.Merged = "open", mr.State == "merged"
+	switch mr.State {
+	case "merged":
+		out.State = "merged"
+	case "closed":
+		out.State = "closed"
+	}
+	if mr.MergedAt != nil {
+		t := mr.MergedAt.UTC()
+		out.MergedAt = &t
+	} else if !out.Merged {
+		out.MergedAt = nil
+	}
+	out.HeadBranch, out.BaseBranch, out.HeadSHA = mr.SourceBranch, mr.TargetBranch, mr.SHA
+	if mr.Author != nil {
+		out.Author = mr.Author.Username
+	}
+	if mr.UpdatedAt != nil {
+		t := mr.UpdatedAt.UTC()
+		out.ProviderUpdatedAt = &t
+	}
+	return out, nil
+}

@@ -1,0 +1,405 @@
+package tasks
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/idempotency"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// Creator is the create coordinator as the REST API uses it.
+type Creator interface {
+	Create(ctx context.Context, req idempotency.CreateRequest) (idempotency.Result, error)
+	Lookup(ctx context.Context, workspaceID, externalID string) (store.Task, idempotency.Outcome, error)
+	ReleaseExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error)
+}
+
+// ContributionLister lists a task's linked PRs/MRs (issue 5's projection).
+type ContributionLister interface {
+	Contributions(ctx context.Context, taskID string) ([]Contribution, error)
+}
+
+// API serves the task and workspace routes.
+type API struct {
+	svc      *Service
+	creator  Creator
+	contribs ContributionLister
+	st       store.Store
+	logger   *slog.Logger
+	now      func() time.Time
+}
+
+// NewAPI returns the REST API; contribs may be nil until projections exist.
+func NewAPI(svc *Service, creator Creator, contribs ContributionLister, st store.Store, logger *slog.Logger, now func() time.Time) *API {
+	return &API{svc: svc, creator: creator, contribs: contribs, st: st, logger: logger, now: now}
+}
+
+// Register mounts the routes on r (already authenticated).
+func (a *API) Register(r *mux.Router) {
+	r.HandleFunc("/api/v1/tasks", a.create).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/tasks/{id}", a.get).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/tasks/{id}", a.patch).Methods(http.MethodPatch)
+	r.HandleFunc("/api/v1/tasks/{id}", a.delete).Methods(http.MethodDelete)
+	r.HandleFunc("/api/v1/tasks/{id}/contributions", a.contributions).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/workspaces", a.listWorkspaces).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/workspaces", a.createWorkspace).Methods(http.MethodPost)
+	r.HandleFunc("/api/v1/workspaces/{id}/tasks", a.list).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/workspaces/{id}/tasks/by-external-id", a.lookup).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/workspaces/{id}/tasks/by-external-id", a.release).Methods(http.MethodDelete)
+}
+
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
+	httpapi.WriteError(w, r, a.logger, err)
+}
+
+func principal(r *http.Request) httpapi.Principal {
+	p, _ := httpapi.PrincipalFrom(r.Context())
+	return p
+}
+
+// errNotCreated is the create route's unauthorized answer: it leaks nothing
+// about the workspace (spec: 404 {"error": "task not created"}).
+var errNotCreated = failure.New(failure.NotFound, "task not created")
+
+type createBody struct {
+	WorkspaceID    string   `json:"workspace_id"`
+	Title          string   `json:"title"`
+	Description    string   `json:"description"`
+	WorkflowStepID string   `json:"workflow_step_id"`
+	Labels         []string `json:"labels"`
+	ExternalID     *string  `json:"external_id"`
+}
+
+// create follows the normative order: authorize → validate the external ID
+// → look up → validate the rest → create.
+func (a *API) create(w http.ResponseWriter, r *http.Request) {
+	raw, err := readBody(w, r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		a.fail(w, r, failure.New(failure.Invalid, "malformed JSON: the body must be an object"))
+		return
+	}
+	var wsID string
+	if v, ok := fields["workspace_id"]; ok {
+		_ = json.Unmarshal(v, &wsID)
+	}
+	p := principal(r)
+	if wsID == "" {
+		if !p.Admin {
+			a.fail(w, r, errNotCreated)
+			return
+		}
+		a.fail(w, r, failure.New(failure.Invalid, "workspace_id is required"))
+		return
+	}
+	if !p.CanSee(wsID) {
+		a.fail(w, r, errNotCreated)
+		return
+	}
+	var ext string
+	if v, ok := fields["external_id"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &ext); err != nil {
+			a.fail(w, r, failure.New(failure.Invalid, "field \"external_id\" must be a string"))
+			return
+		}
+	}
+	req := idempotency.CreateRequest{WorkspaceID: wsID, ExternalID: ext,
+		Actor: idempotency.Actor{Kind: "api_token", ID: p.Name, AuthMode: "bearer"},
+		Validate: func(req *idempotency.CreateRequest) error {
+			var body createBody
+			if err := httpapi.DecodeJSONBytes(raw, &body); err != nil {
+				return err
+			}
+			title, err := ValidateTitle(body.Title)
+			if err != nil {
+				return err
+			}
+			if _, err := ValidateDescription(body.Description); err != nil {
+				return err
+			}
+			labels, err := ValidateLabels(body.Labels)
+			if err != nil {
+				return err
+			}
+			req.Title, req.Description, req.Labels = title, body.Description, labels
+			req.WorkflowStepID = body.WorkflowStepID
+			if req.WorkflowStepID == "" {
+				ws, err := a.st.GetWorkspace(r.Context(), wsID)
+				if err != nil {
+					if errors.Is(err, store.ErrNotFound) {
+						return failure.New(failure.NotFound, "workspace %q not found", wsID)
+					}
+					return err
+				}
+				if len(ws.Steps) == 0 {
+					return failure.New(failure.Invalid, "workspace %q has no workflow steps", wsID)
+				}
+				req.WorkflowStepID = ws.Steps[0].ID
+			}
+			return nil
+		}}
+	res, err := a.creator.Create(r.Context(), req)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, CreateResponse(res.Task, res.Outcome))
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpapi.MaxJSONBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, failure.New(failure.TooLarge, "request body exceeds %d bytes", httpapi.MaxJSONBody)
+		}
+		return nil, failure.Wrap(failure.Invalid, err, "unreadable body")
+	}
+	return raw, nil
+}
+
+// visibleTask loads a completed task the caller can see; anything else is
+// the same 404.
+func (a *API) visibleTask(r *http.Request) (store.Task, error) {
+	t, err := a.svc.Get(r.Context(), mux.Vars(r)["id"])
+	if err != nil {
+		return t, err
+	}
+	if !principal(r).CanSee(t.WorkspaceID) {
+		return store.Task{}, errTaskNotFound
+	}
+	return t, nil
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) {
+	t, err := a.visibleTask(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, ToJSON(t))
+}
+
+type patchBody struct {
+	Title          *string   `json:"title"`
+	Description    *string   `json:"description"`
+	WorkflowStepID *string   `json:"workflow_step_id"`
+	Labels         *[]string `json:"labels"`
+	Archived       *bool     `json:"archived"`
+}
+
+func (a *API) patch(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	id := mux.Vars(r)["id"]
+	// Authorize before validating: an invisible task is 404 whatever the body.
+	t, err := a.st.GetTask(r.Context(), id)
+	if err != nil || !p.CanSee(t.WorkspaceID) {
+		a.fail(w, r, notFoundOr(err))
+		return
+	}
+	raw, err := readBody(w, r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err == nil {
+		if _, ok := fields["external_id"]; ok {
+			a.fail(w, r, failure.New(failure.Invalid, "external_id cannot be changed; release it instead"))
+			return
+		}
+	}
+	var body patchBody
+	if err := httpapi.DecodeJSONBytes(raw, &body); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	updated, err := a.svc.Update(r.Context(), id, Patch{Title: body.Title, Description: body.Description,
+		WorkflowStepID: body.WorkflowStepID, Labels: body.Labels, Archived: body.Archived}, p.CanSee)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, ToJSON(updated))
+}
+
+func notFoundOr(err error) error {
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		return errTaskNotFound
+	}
+	return err
+}
+
+func (a *API) delete(w http.ResponseWriter, r *http.Request) {
+	if _, err := a.svc.Delete(r.Context(), mux.Vars(r)["id"], DeletedByOperator, principal(r).CanSee); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) contributions(w http.ResponseWriter, r *http.Request) {
+	t, err := a.visibleTask(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := []Contribution{}
+	if a.contribs != nil {
+		if out, err = a.contribs.Contributions(r.Context(), t.ID); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		if out == nil {
+			out = []Contribution{}
+		}
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"contributions": out})
+}
+
+// Page limits of every list.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// PageLimit parses ?limit=.
+func PageLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPageSize {
+		return 0, failure.New(failure.Invalid, "limit must be an integer from 1 to %d", MaxPageSize)
+	}
+	return n, nil
+}
+
+func encodeCursor(t time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixMicro(), 10) + ":" + id))
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", failure.New(failure.Invalid, "malformed cursor")
+	}
+	ts, id, ok := strings.Cut(string(raw), ":")
+	us, perr := strconv.ParseInt(ts, 10, 64)
+	if !ok || perr != nil || len(id) != 36 || uuid.Validate(id) != nil {
+		return time.Time{}, "", failure.New(failure.Invalid, "malformed cursor")
+	}
+	return time.UnixMicro(us).UTC(), id, nil
+}
+
+// workspaceFor authorizes the {id} workspace of a route; notFound is the
+// route's own 404 body.
+func (a *API) workspaceFor(r *http.Request, notFound error) (string, error) {
+	id := mux.Vars(r)["id"]
+	if !principal(r).CanSee(id) {
+		return "", notFound
+	}
+	if _, err := a.st.GetWorkspace(r.Context(), id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", notFound
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+var errWorkspaceNotFound = failure.New(failure.NotFound, "workspace not found")
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	wsID, err := a.workspaceFor(r, errWorkspaceNotFound)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	limit, err := PageLimit(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	page := store.TaskPage{WorkspaceID: wsID, Limit: limit + 1}
+	q := r.URL.Query()
+	switch q.Get("include_archived") {
+	case "", "false":
+	case "true":
+		page.IncludeArchived = true
+	default:
+		a.fail(w, r, failure.New(failure.Invalid, "include_archived must be true or false"))
+		return
+	}
+	if c := q.Get("cursor"); c != "" {
+		if page.AfterCreatedAt, page.AfterID, err = decodeCursor(c); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+	}
+	ts, err := a.svc.List(r.Context(), page)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	resp := map[string]any{}
+	if len(ts) > limit {
+		ts = ts[:limit]
+		last := ts[limit-1]
+		resp["next_cursor"] = encodeCursor(last.CreatedAt, last.ID)
+	}
+	items := make([]TaskJSON, 0, len(ts))
+	for _, t := range ts {
+		items = append(items, ToJSON(t))
+	}
+	resp["tasks"] = items
+	httpapi.WriteJSON(w, http.StatusOK, resp)
+}
+
+var errLookupNotFound = failure.New(failure.NotFound, "task not found")
+
+func (a *API) lookup(w http.ResponseWriter, r *http.Request) {
+	wsID, err := a.workspaceFor(r, errLookupNotFound)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	t, outcome, err := a.creator.Lookup(r.Context(), wsID, r.URL.Query().Get("external_id"))
+	if err != nil {
+		a.fail(w, r, notFoundOr(err))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, LookupResponse(t, outcome))
+}
+
+func (a *API) release(w http.ResponseWriter, r *http.Request) {
+	wsID, err := a.workspaceFor(r, errLookupNotFound)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if _, err := a.creator.ReleaseExternalID(r.Context(), wsID, r.URL.Query().Get("external_id")); err != nil {
+		a.fail(w, r, notFoundOr(err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,306 @@
+// Package tasks owns the task domain: validation rules, the task JSON, reads,
+// updates, archive and delete (with the outbox events they emit), and the
+// REST API. Creation goes through internal/idempotency's coordinator.
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/idempotency"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// Limits of task fields (documented in README "API limits").
+const (
+	MaxTitleRunes       = 500
+	MaxDescriptionBytes = 64 << 10
+	MaxLabels           = 50
+	MaxLabelRunes       = 100
+)
+
+// ValidateTitle trims and checks a title.
+func ValidateTitle(title string) (string, error) {
+	t := strings.TrimSpace(title)
+	switch {
+	case t == "":
+		return "", failure.New(failure.Invalid, "title is required")
+	case utf8.RuneCountInString(t) > MaxTitleRunes:
+		return "", failure.New(failure.Invalid, "title is longer than %d characters", MaxTitleRunes)
+	case strings.ContainsFunc(t, unicode.IsControl):
+		return "", failure.New(failure.Invalid, "title contains a control character")
+	}
+	return t, nil
+}
+
+// ValidateDescription checks a description's size.
+func ValidateDescription(d string) (string, error) {
+	if len(d) > MaxDescriptionBytes {
+		return "", failure.New(failure.Invalid, "description is longer than %d bytes", MaxDescriptionBytes)
+	}
+	return d, nil
+}
+
+// ValidateLabels trims, dedupes and bounds labels.
+func ValidateLabels(labels []string) ([]string, error) {
+	if len(labels) > MaxLabels {
+		return nil, failure.New(failure.Invalid, "at most %d labels are allowed", MaxLabels)
+	}
+	out := make([]string, 0, len(labels))
+	seen := map[string]bool{}
+	for _, l := range labels {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "":
+			return nil, failure.New(failure.Invalid, "labels must not be empty")
+		case utf8.RuneCountInString(l) > MaxLabelRunes:
+			return nil, failure.New(failure.Invalid, "label %q is longer than %d characters", l[:20], MaxLabelRunes)
+		case strings.ContainsFunc(l, unicode.IsControl):
+			return nil, failure.New(failure.Invalid, "labels must not contain control characters")
+		}
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// Service reads and changes tasks outside creation.
+type Service struct {
+	st     store.Store
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// NewService returns a task service.
+func NewService(st store.Store, logger *slog.Logger, now func() time.Time) *Service {
+	return &Service{st: st, logger: logger, now: func() time.Time { return now().UTC() }}
+}
+
+var errTaskNotFound = failure.New(failure.NotFound, "task not found")
+
+// Get returns a completed task. A task still being created is not found:
+// only the exact external-ID lookup exposes it.
+func (s *Service) Get(ctx context.Context, id string) (store.Task, error) {
+	t, err := s.st.GetTask(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return t, errTaskNotFound
+		}
+		return t, err
+	}
+	if t.CreationState != store.CreationComplete {
+		return store.Task{}, errTaskNotFound
+	}
+	return t, nil
+}
+
+// Patch is a partial update; nil fields are unchanged.
+type Patch struct {
+	Title          *string
+	Description    *string
+	WorkflowStepID *string
+	Labels         *[]string
+	Archived       *bool
+	// Source and SourceUpdatedAt are set by connectors only.
+	Source          *store.Source
+	SourceUpdatedAt *time.Time
+}
+
+// ErrStale is returned by Update when a connector update is older than the
+// last one applied.
+var ErrStale = errors.New("stale update")
+
+// Update applies p under the task's row lock, bumps the revision and emits
+// task.updated. A task still being created is refused (409).
+func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(workspaceID string) bool) (store.Task, error) {
+	if p.Title != nil {
+		t, err := ValidateTitle(*p.Title)
+		if err != nil {
+			return store.Task{}, err
+		}
+		p.Title = &t
+	}
+	if p.Description != nil {
+		if _, err := ValidateDescription(*p.Description); err != nil {
+			return store.Task{}, err
+		}
+	}
+	if p.Labels != nil {
+		l, err := ValidateLabels(*p.Labels)
+		if err != nil {
+			return store.Task{}, err
+		}
+		p.Labels = &l
+	}
+	var out store.Task
+	err := s.st.InTx(ctx, func(tx store.Queries) error {
+		before, err := tx.GetTask(ctx, id)
+		if err != nil {
+			return notFound(err)
+		}
+		if visible != nil && !visible(before.WorkspaceID) {
+			return errTaskNotFound
+		}
+		// Lock order: workspace before task (a step move checks WIP).
+		ws, err := tx.LockWorkspace(ctx, before.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		t, err := tx.LockTask(ctx, id)
+		if err != nil {
+			return notFound(err)
+		}
+		if t.CreationState != store.CreationComplete {
+			return failure.New(failure.Conflict, "task is still being created")
+		}
+		if p.SourceUpdatedAt != nil && t.SourceUpdatedAt != nil && p.SourceUpdatedAt.Before(*t.SourceUpdatedAt) {
+			out = t
+			return ErrStale
+		}
+		now := s.now()
+		if p.Title != nil {
+			t.Title = *p.Title
+		}
+		if p.Description != nil {
+			t.Description = *p.Description
+		}
+		if p.Labels != nil {
+			t.Labels = *p.Labels
+		}
+		if p.Source != nil {
+			t.Source = p.Source
+		}
+		if p.SourceUpdatedAt != nil {
+			t.SourceUpdatedAt = p.SourceUpdatedAt
+		}
+		if p.Archived != nil {
+			switch {
+			case *p.Archived && t.ArchivedAt == nil:
+				t.ArchivedAt = &now
+			case !*p.Archived:
+				t.ArchivedAt = nil
+			}
+		}
+		if p.WorkflowStepID != nil && *p.WorkflowStepID != t.WorkflowStepID {
+			var step *store.Step
+			for i := range ws.Steps {
+				if ws.Steps[i].ID == *p.WorkflowStepID {
+					step = &ws.Steps[i]
+				}
+			}
+			if step == nil {
+				return failure.New(failure.Invalid, "workflow_step_id %q does not exist in workspace %q", *p.WorkflowStepID, ws.ID)
+			}
+			if step.WIPLimit != nil && t.ArchivedAt == nil {
+				n, err := tx.CountActiveTasksInStep(ctx, ws.ID, step.ID)
+				if err != nil {
+					return err
+				}
+				if n >= *step.WIPLimit {
+					return failure.New(failure.Conflict, "workflow step %q is at its WIP limit (%d)", step.ID, *step.WIPLimit)
+				}
+			}
+			t.WorkflowStepID = step.ID
+		}
+		t.Revision++
+		t.UpdatedAt = now
+		if err := tx.UpdateTask(ctx, t); err != nil {
+			return err
+		}
+		if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: t.WorkspaceID, TaskID: t.ID, Revision: t.Revision,
+			Type: store.EventTaskUpdated, Payload: idempotency.TaskEventPayload(t), CreatedAt: now}); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrStale) {
+			return out, ErrStale
+		}
+		return store.Task{}, fmt.Errorf("update task: %w", err)
+	}
+	return out, nil
+}
+
+func notFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errTaskNotFound
+	}
+	return err
+}
+
+// DeleteReason says who deleted a task; it is stored on suppressions.
+type DeleteReason string
+
+const (
+	DeletedByOperator DeleteReason = "deleted by operator"
+	DeletedAtSource   DeleteReason = "deleted at source"
+)
+
+// Delete removes a task, its associations and projections, and emits
+// task.deleted. When the task is connector-owned (it mirrors a provider
+// entity), the gateway records suppressions for its external ID and aliases,
+// so later deliveries for the entity create nothing (DESIGN.md Suppression).
+func (s *Service) Delete(ctx context.Context, id string, reason DeleteReason, visible func(workspaceID string) bool) (store.Task, error) {
+	var out store.Task
+	err := s.st.InTx(ctx, func(tx store.Queries) error {
+		t, err := tx.LockTask(ctx, id)
+		if err != nil {
+			return notFound(err)
+		}
+		if visible != nil && !visible(t.WorkspaceID) {
+			return errTaskNotFound
+		}
+		if t.CreationState != store.CreationComplete {
+			return failure.New(failure.Conflict, "task is still being created")
+		}
+		now := s.now()
+		if t.OwnerConnection != "" {
+			aliases, err := tx.ListAliases(ctx, t.ID)
+			if err != nil {
+				return err
+			}
+			for _, ext := range append([]string{t.ExternalID}, aliases...) {
+				if ext == "" {
+					continue
+				}
+				if err := tx.UpsertSuppression(ctx, store.Suppression{WorkspaceID: t.WorkspaceID, ExternalID: ext,
+					TaskID: t.ID, Reason: string(reason), CreatedAt: now}); err != nil {
+					return err
+				}
+			}
+		}
+		if err := tx.DeleteAssociationsForTask(ctx, t.ID); err != nil {
+			return err
+		}
+		if err := tx.DeleteTask(ctx, t.ID); err != nil {
+			return err
+		}
+		t.Revision++
+		if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: t.WorkspaceID, TaskID: t.ID, Revision: t.Revision,
+			Type: store.EventTaskDeleted, Payload: idempotency.TaskEventPayload(t), CreatedAt: now}); err != nil {
+			return err
+		}
+		out = t
+		return nil
+	})
+	if err != nil {
+		return store.Task{}, fmt.Errorf("delete task: %w", err)
+	}
+	return out, nil
+}
+
+// ListPage lists completed tasks of a workspace.
+func (s *Service) List(ctx context.Context, p store.TaskPage) ([]store.Task, error) {
+	return s.st.ListTasks(ctx, p)
+}
