@@ -96,19 +96,30 @@ func (a *Applier) Prepare(_ context.Context, d store.Delivery) (inbox.Prepared, 
 	if err != nil {
 		return inbox.Prepared{}, err
 	}
-	p := inbox.Prepared{Event: ev.EventName}
+	p := inbox.Prepared{Event: ev.EventName, Parsed: parsed{conn: conn, ev: ev}}
 	if ev.EntityKey != "" {
 		p.EntityKey = conn.Workspace + "|" + ev.EntityKey
 	}
 	return p, nil
 }
 
+// parsed is what Prepare hands to Process, so a delivery is parsed once.
+type parsed struct {
+	conn config.Connection
+	ev   connectors.Event
+}
+
 // Process applies the event.
-func (a *Applier) Process(ctx context.Context, d store.Delivery, _ inbox.Prepared) (inbox.Outcome, error) {
-	conn, ev, err := a.parse(d)
-	if err != nil {
-		return inbox.Outcome{}, err
+func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepared) (inbox.Outcome, error) {
+	pp, ok := p.Parsed.(parsed)
+	if !ok {
+		conn, ev, err := a.parse(d)
+		if err != nil {
+			return inbox.Outcome{}, err
+		}
+		pp = parsed{conn: conn, ev: ev}
 	}
+	conn, ev := pp.conn, pp.ev
 	out := inbox.Outcome{ExternalID: ev.ExternalID, Action: string(ev.Action)}
 	if ev.Action == connectors.ActionIgnore {
 		out.Status, out.Result = store.DeliveryIgnored, "event not mapped to a task action"

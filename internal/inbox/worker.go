@@ -28,6 +28,9 @@ type Prepared struct {
 	// Event is the refined event name ("issues.opened"); empty keeps the
 	// received one.
 	Event string
+	// Parsed is the processor's own state from Prepare (the parsed event),
+	// handed back to Process so a delivery is parsed once.
+	Parsed any
 }
 
 // Outcome is the result of a processed delivery.
@@ -305,15 +308,7 @@ func (w *Worker) handle(ctx context.Context, owner string, d store.Delivery) {
 			w.postpone(ctx, owner, d)
 			return
 		}
-		defer func() {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-			defer cancel()
-			if err := w.st.ReleaseEntityLease(rctx, d.EntityKey, owner); err != nil {
-				// It expires on its own after the lease.
-				w.logger.WarnContext(ctx, "release entity lease failed", "delivery_id", d.ID,
-					"entity_key", d.EntityKey, "error", err)
-			}
-		}()
+		// FinishDelivery releases the entity lease in the same transaction.
 	}
 
 	out, err := w.process(pctx, d, prep)

@@ -69,7 +69,8 @@ type DeliveryQueries interface {
 	AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error)
 	ReleaseEntityLease(ctx context.Context, entityKey, owner string) error
 	// FinishDelivery records the outcome of a claimed delivery when owner
-	// still holds its lease; ErrNotFound otherwise (the lease was lost).
+	// still holds its lease, and releases the entity lease this delivery
+	// holds, in one transaction; ErrNotFound when the lease was lost.
 	FinishDelivery(ctx context.Context, d Delivery, owner string) error
 	// RequeueDelivery makes a delivery due again (operator replay): status
 	// queued, attempts 0, lease cleared.

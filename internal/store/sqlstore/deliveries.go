@@ -179,19 +179,27 @@ func (q queries) ReleaseEntityLease(ctx context.Context, entityKey, owner string
 func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner string) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	n, err := q.ex.Exec(ctx, `UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
-		lease_owner = NULL, lease_expires_at = NULL, entity_key = $7, processed_at = $8, event = $9,
-		outcome_task_id = $10, outcome_external_id = $11, outcome_action = $12, outcome_result = $13
-		WHERE id = $1 AND lease_owner = $2 AND status = 'processing'`,
-		d.ID, owner, d.Status, d.Attempts, nullString(d.LastError), d.NextAttemptAt, nullString(d.EntityKey), d.ProcessedAt, d.Event,
-		nullString(d.OutcomeTaskID), nullString(d.OutcomeExternalID), nullString(d.OutcomeAction), nullString(d.OutcomeResult))
-	if err != nil {
-		return q.wrap("finish delivery", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("finish delivery: lease lost: %w", store.ErrNotFound)
-	}
-	return nil
+	return q.write(ctx, func(q queries) error {
+		n, err := q.ex.Exec(ctx, `UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
+			lease_owner = NULL, lease_expires_at = NULL, entity_key = $7, processed_at = $8, event = $9,
+			outcome_task_id = $10, outcome_external_id = $11, outcome_action = $12, outcome_result = $13
+			WHERE id = $1 AND lease_owner = $2 AND status = 'processing'`,
+			d.ID, owner, d.Status, d.Attempts, nullString(d.LastError), d.NextAttemptAt, nullString(d.EntityKey), d.ProcessedAt, d.Event,
+			nullString(d.OutcomeTaskID), nullString(d.OutcomeExternalID), nullString(d.OutcomeAction), nullString(d.OutcomeResult))
+		if err != nil {
+			return q.wrap("finish delivery", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("finish delivery: lease lost: %w", store.ErrNotFound)
+		}
+		if d.EntityKey != "" {
+			if _, err := q.ex.Exec(ctx, `DELETE FROM entity_leases WHERE entity_key = $1 AND owner = $2 AND delivery_id = $3`,
+				d.EntityKey, owner, d.ID); err != nil {
+				return q.wrap("release entity lease", err)
+			}
+		}
+		return nil
+	})
 }
 
 func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
