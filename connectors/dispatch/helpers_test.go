@@ -32,8 +32,8 @@ const (
 	testSecret    = "webhook-secret"
 
 	// Entities of the fixtures (fixtures/README.md).
-	ghIssueExt     = "github:github.com:issue:444500041"      // Codertocat/Hello-World#1
-	ghOldIssueExt  = "github:github.com:issue:512748900"      // octo-org/octo-repo#1, transferred to #1 above
+	ghIssueExt     = "github:github.com:issue:444500041"        // Codertocat/Hello-World#1
+	ghOldIssueExt  = "github:github.com:issue:512748900"        // octo-org/octo-repo#1, transferred to #1 above
 	ghPRExt        = "github:github.com:pull_request:279147437" // Codertocat/Hello-World#2
 	ghPRID         = "279147437"
 	ghIssueRef     = "Codertocat/Hello-World#1"

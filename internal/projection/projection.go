@@ -235,15 +235,35 @@ func (p *Projector) fetch(ctx context.Context, conn config.Connection, row store
 	return row, fmt.Errorf("no projection API for %s", conn.Provider)
 }
 
-func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	client := gh.NewClient(p.HTTPClient).WithAuthToken(conn.APIToken)
-	if conn.APIBaseURL != "" {
+// githubClient is go-github's client for conn: api_base_url when set, else
+// GitHub Enterprise Server's https://<host>/api/v3/ for a host other than
+// github.com, else https://api.github.com/.
+func githubClient(hc *http.Client, conn config.Connection) (*gh.Client, error) {
+	client := gh.NewClient(hc).WithAuthToken(conn.APIToken)
+	switch {
+	case conn.APIBaseURL != "":
 		var err error
 		if client, err = client.WithEnterpriseURLs(conn.APIBaseURL, conn.APIBaseURL); err != nil {
-			return row, err
+			return nil, err
 		}
 		base := strings.TrimSuffix(conn.APIBaseURL, "/") + "/"
-		client.BaseURL, _ = client.BaseURL.Parse(base)
+		if client.BaseURL, err = client.BaseURL.Parse(base); err != nil {
+			return nil, err
+		}
+	case conn.Host != "" && !strings.EqualFold(conn.Host, "github.com"):
+		// GitHub Enterprise Server: https://<host>/api/v3/.
+		var err error
+		if client, err = client.WithEnterpriseURLs("https://"+conn.Host+"/", "https://"+conn.Host+"/"); err != nil {
+			return nil, err
+		}
+	}
+	return client, nil
+}
+
+func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
+	client, err := githubClient(p.HTTPClient, conn)
+	if err != nil {
+		return row, err
 	}
 	owner, repo, ok := strings.Cut(row.Repository, "/")
 	if !ok {
