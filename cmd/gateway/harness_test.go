@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -168,15 +167,31 @@ func newClient() *http.Client {
 // logTail keeps the last bytes written to it (the gateway's JSON logs), to
 // show them when a test fails.
 type logTail struct {
-	mu  sync.Mutex
-	buf []byte
+	mu     sync.Mutex
+	buf    []byte
+	leaked []string // secrets seen in the logs
 }
 
 const logTailBytes = 64 << 10
 
+// secretValues must never appear in logs (DESIGN.md Non-negotiables).
+var secretValues = []string{testAdminToken, githubSecret, githubOld, gitlabSecret, jiraSecret}
+
+// leakedSecrets returns the secrets that appear in b.
+func leakedSecrets(b []byte) []string {
+	var out []string
+	for _, s := range secretValues {
+		if bytes.Contains(b, []byte(s)) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func (l *logTail) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.leaked = append(l.leaked, leakedSecrets(p)...)
 	l.buf = append(l.buf, p...)
 	if len(l.buf) > 2*logTailBytes {
 		l.buf = append([]byte(nil), l.buf[len(l.buf)-logTailBytes:]...)
@@ -261,6 +276,12 @@ func startGateway(t *testing.T, dbURL string, extraArgs ...string) *gateway {
 		case <-time.After(waitTimeout):
 			t.Errorf("gateway serve did not return within %s of its context being cancelled", waitTimeout)
 		}
+		logs.mu.Lock()
+		leaked := logs.leaked
+		logs.mu.Unlock()
+		if len(leaked) > 0 {
+			t.Errorf("the gateway logged secrets %q", leaked)
+		}
 		if t.Failed() {
 			t.Logf("gateway logs (tail):\n%s", logs)
 		}
@@ -301,10 +322,12 @@ func gatewayBinary(t *testing.T) string {
 // process is a gateway running as a subprocess of the built binary.
 type process struct {
 	*gateway
+	name   string
 	cmd    *exec.Cmd
-	logs   string
+	logs   string // log file
+	urls   chan string
 	exited chan struct{}
-	state  *os.ProcessState
+	state  *os.ProcessState // set once exited is closed
 }
 
 // subprocessEnv is the parent's environment without GATEWAY_* variables.
@@ -318,9 +341,18 @@ func subprocessEnv() []string {
 	return env
 }
 
-// startProcess runs `gateway serve` from the built binary on dbURL; its logs
-// go to a file in t.TempDir(). It is stopped at cleanup unless killed first.
+// startProcess runs `gateway serve` from the built binary on dbURL and waits
+// for it to listen; its logs go to a file in t.TempDir(). It is stopped at
+// cleanup unless killed first.
 func startProcess(t *testing.T, dbURL, cfg, name string, extraArgs ...string) *process {
+	t.Helper()
+	p := spawnProcess(t, dbURL, cfg, name, extraArgs...)
+	p.waitListening(t)
+	return p
+}
+
+// spawnProcess starts the process without waiting for it to listen.
+func spawnProcess(t *testing.T, dbURL, cfg, name string, extraArgs ...string) *process {
 	t.Helper()
 	bin := gatewayBinary(t)
 	logPath := filepath.Join(t.TempDir(), name+".log")
@@ -340,11 +372,10 @@ func startProcess(t *testing.T, dbURL, cfg, name string, extraArgs ...string) *p
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	p := &process{gateway: &gateway{DBURL: dbURL, Config: cfg, client: newClient()}, cmd: cmd, logs: logPath,
-		exited: make(chan struct{})}
-	urls := make(chan string, 1)
+	p := &process{gateway: &gateway{DBURL: dbURL, Config: cfg, client: newClient()}, name: name, cmd: cmd,
+		logs: logPath, urls: make(chan string, 1), exited: make(chan struct{})}
 	scanned := make(chan struct{})
-	go func() { scanListening(stdout, urls); close(scanned) }()
+	go func() { scanListening(stdout, p.urls); close(scanned) }()
 	go func() {
 		<-scanned // Wait closes stdout: read it to the end first
 		_ = cmd.Wait()
@@ -355,6 +386,11 @@ func startProcess(t *testing.T, dbURL, cfg, name string, extraArgs ...string) *p
 	t.Cleanup(func() {
 		p.client.CloseIdleConnections()
 		p.stop(t)
+		if b, err := os.ReadFile(logPath); err == nil {
+			if leaked := leakedSecrets(b); len(leaked) > 0 {
+				t.Errorf("%s logged secrets %q", name, leaked)
+			}
+		}
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
 				if len(b) > logTailBytes {
@@ -364,24 +400,20 @@ func startProcess(t *testing.T, dbURL, cfg, name string, extraArgs ...string) *p
 			}
 		}
 	})
-	select {
-	case p.URL = <-urls:
-	case <-p.exited:
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("%s exited (%v) before listening; logs:\n%s", name, p.state, b)
-	case <-time.After(waitTimeout):
-		t.Fatalf("%s did not print its listening line within %s", name, waitTimeout)
-	}
 	return p
 }
 
-// kill sends SIGKILL and waits for the process to end.
-func (p *process) kill(t *testing.T) {
+// waitListening waits for the listening line and sets p.URL.
+func (p *process) waitListening(t *testing.T) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		t.Fatalf("kill: %v", err)
+	select {
+	case p.URL = <-p.urls:
+	case <-p.exited:
+		b, _ := os.ReadFile(p.logs)
+		t.Fatalf("%s exited (%v) before listening; logs:\n%s", p.name, p.state, b)
+	case <-time.After(waitTimeout):
+		t.Fatalf("%s did not print its listening line within %s", p.name, waitTimeout)
 	}
-	<-p.exited
 }
 
 // stop sends SIGTERM, then SIGKILL if the process has not exited in time.
@@ -711,11 +743,21 @@ func poll(t *testing.T, what string, timeout time.Duration, fn func() bool) {
 	}
 }
 
-// getDelivery reads one delivery with its headers and body.
+// getDelivery reads one delivery with its headers and body; the answer must
+// not show any secret (the signature headers, GitLab's token).
 func (g *gateway) getDelivery(t *testing.T, id string) delivery {
 	t.Helper()
+	status, body := g.apiDo(t, http.MethodGet, "/api/v1/deliveries/"+id, nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /api/v1/deliveries/%s = %d %s, want 200", id, status, body)
+	}
+	if leaked := leakedSecrets(body); len(leaked) > 0 {
+		t.Errorf("GET /api/v1/deliveries/%s shows secrets %q", id, leaked)
+	}
 	var d delivery
-	g.getJSON(t, "/api/v1/deliveries/"+id, &d)
+	if err := json.Unmarshal(body, &d); err != nil {
+		t.Fatalf("decode delivery %s: %v", body, err)
+	}
 	return d
 }
 

@@ -290,6 +290,12 @@ func TestOversizeBody(t *testing.T) {
 		if ds := g.deliveries(t); len(ds) != 0 {
 			t.Errorf("deliveries = %d, want none", len(ds))
 		}
+		// The cap itself is allowed: exactly 25 MiB is stored (and, not
+		// being JSON, fails processing).
+		atCap := hook{Conn: "github", Event: "issues", Body: body[:inbox.MaxBodyBytes]}
+		if d := g.process(t, atCap); d.Status != "failed" {
+			t.Errorf("delivery of exactly %d bytes: %q, want stored and failed as malformed", inbox.MaxBodyBytes, d.Status)
+		}
 		// The server still serves.
 		if d := g.process(t, fixtureHook(t, "github/issues.opened.json")); d.Status != "succeeded" {
 			t.Errorf("delivery after the 413s: %q, want succeeded", d.Status)
@@ -353,7 +359,9 @@ func TestDatabaseUnavailable(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, h := range hooks {
 			wg.Go(func() {
+				start := time.Now()
 				status, body, err := g.postWebhook(h.Conn, h.header(githubSecret), h.Body)
+				t.Logf("POST during the outage answered %d after %v", status, time.Since(start).Round(time.Millisecond))
 				switch {
 				case err != nil:
 					t.Errorf("POST during the outage: %v", err)
@@ -392,6 +400,10 @@ func TestDatabaseUnavailable(t *testing.T) {
 				}
 				return true
 			})
+			// A 503 stored nothing: the retry is the first commit.
+			if r.Status != "accepted" {
+				t.Errorf("retried post after a 503: receipt %+v, want accepted", r)
+			}
 			if d := g.waitDelivery(t, r.DeliveryID); d.Status != "succeeded" {
 				t.Errorf("delivery %s after the outage: %q (%s), want succeeded", h.Key, d.Status, str(d.LastError))
 			}
