@@ -216,7 +216,7 @@ func deliveries(ctx context.Context, args []string, env Env, stdout io.Writer) e
 	conn := fs.String("connection", "", "filter by connection")
 	limit := fs.String("limit", "", "page size")
 	cursor := fs.String("cursor", "", "next_cursor of the previous page")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(idLast(args[1:])); err != nil {
 		return errUsage
 	}
 	switch args[0] {
@@ -239,6 +239,15 @@ func deliveries(ctx context.Context, args []string, env Env, stdout io.Writer) e
 		return apiCall(ctx, env, *target, *token, http.MethodGet, path, stdout)
 	}
 	return fmt.Errorf("unknown deliveries command %q", args[0])
+}
+
+// idLast moves a leading positional ID after the flags, so both
+// "get ID --admin-token X" and "get --admin-token X ID" work.
+func idLast(args []string) []string {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return append(append([]string{}, args[1:]...), args[0])
+	}
+	return args
 }
 
 // suppressions: list [--workspace W] | clear --workspace W --external-id X.

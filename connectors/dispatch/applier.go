@@ -214,15 +214,30 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 	if found {
 		return a.update(ctx, conn, ev, task, out)
 	}
-	if ev.Action == connectors.ActionClose || ev.Closed {
-		out.Status, out.Result = store.DeliveryIgnored, "closed entity without a task"
-		return out, nil
-	}
 	if !filtersMatch(conn, ev) {
 		out.Status, out.Result = store.DeliveryIgnored, "connection filters do not match"
 		return out, nil
 	}
-	return a.create(ctx, conn, ev, nil, out)
+	out, err = a.create(ctx, conn, ev, nil, out)
+	if err != nil || !(ev.Action == connectors.ActionClose || ev.Closed) || out.Result != idempotency.Created.String() {
+		return out, err
+	}
+	// A close seen before its open (providers do not order deliveries): the
+	// task mirrors the closed entity, so the older "opened" that arrives
+	// later is stale and cannot reopen it.
+	created, err := a.st.GetTask(ctx, out.TaskID)
+	if err != nil {
+		return out, err
+	}
+	closed, err := a.update(ctx, conn, ev, created, inbox.Outcome{})
+	if err != nil {
+		return out, err
+	}
+	out.Action = "create"
+	if closed.Action == "archive" {
+		out.Result = idempotency.Created.String() + "; archived (closed at source)"
+	}
+	return out, nil
 }
 
 func (a *Applier) create(ctx context.Context, conn config.Connection, ev connectors.Event, contributions []idempotency.RemoteContributionRequest, out inbox.Outcome) (inbox.Outcome, error) {

@@ -361,17 +361,28 @@ func TestLabelAddedLaterCreates(t *testing.T) {
 	})
 }
 
-func TestClosedIssueWithoutTaskIsIgnored(t *testing.T) {
+func TestCloseBeforeOpenLeavesTaskArchived(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		t.Parallel()
 		e := newEnv(t, st, githubConn(), gitlabConn())
-		for _, d := range []store.Delivery{e.github("issues.closed.json"), e.gitlab("issue.close.json")} {
-			if got, want := statusOf(e.process(d)), store.DeliveryIgnored; got != want {
-				t.Errorf("%s: status = %v, want %v", d.Event, got, want)
+		for _, pair := range [][2]store.Delivery{
+			{e.github("issues.closed.json"), e.github("issues.opened.json")},
+			{e.gitlab("issue.close.json"), e.gitlab("issue.json")},
+		} {
+			closed := e.process(pair[0])
+			if got, want := statusOf(closed), store.DeliverySucceeded; got != want {
+				t.Fatalf("%s: status = %v, want %v", pair[0].Event, got, want)
+			}
+			if e.task(closed.TaskID).ArchivedAt == nil {
+				t.Errorf("%s: task created by a close is not archived", pair[0].Event)
+			}
+			e.process(pair[1]) // older: stale, must not reopen
+			if e.task(closed.TaskID).ArchivedAt == nil {
+				t.Errorf("%s: the older open reopened the task", pair[1].Event)
 			}
 		}
-		if got, want := len(e.tasks()), 0; got != want {
+		if got, want := len(e.tasks()), 2; got != want {
 			t.Errorf("tasks = %d, want %d", got, want)
 		}
 	})

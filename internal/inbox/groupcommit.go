@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
 )
@@ -125,6 +126,9 @@ func (g *groupCommit) run(ctx context.Context) {
 	}
 }
 
+// ReceiptCommitTimeout bounds one batch commit of the inbox.
+const ReceiptCommitTimeout = 5 * time.Second
+
 // commit inserts one batch and answers each request.
 func (g *groupCommit) commit(ctx context.Context, batch []*commitRequest) {
 	live := batch[:0]
@@ -140,8 +144,11 @@ func (g *groupCommit) commit(ctx context.Context, batch []*commitRequest) {
 	}
 	// The commit outlives shutdown and gone callers (a transaction that
 	// commits must be the one its callers were told about), and it never
-	// inherits store.WithDeferredSync from ctx: a 2xx means fsynced.
-	cctx := context.Background()
+	// inherits store.WithDeferredSync from ctx: a 2xx means fsynced. It is
+	// bounded, so a database that cannot take the write answers 503 well
+	// before the provider's own timeout (GitHub waits 10 s).
+	cctx, cancel := context.WithTimeout(context.Background(), ReceiptCommitTimeout)
+	defer cancel()
 	results, err := g.insert(cctx, live)
 	if err != nil && len(live) > 1 && isolatable(err) {
 		// One bad row must not fail its neighbours: retry each alone.

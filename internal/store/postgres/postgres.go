@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -32,6 +33,7 @@ const outboxLockKey = 7_424_301
 type Driver struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
+	schema string
 
 	mu          sync.Mutex
 	subscribers map[string][]func()
@@ -69,14 +71,19 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("open postgres pool: %w", err)
 	}
-	return &Driver{pool: pool, logger: logger, subscribers: map[string][]func(){}, listening: map[string]bool{}}, nil
+	return &Driver{pool: pool, logger: logger, schema: opts.Schema, subscribers: map[string][]func(){}, listening: map[string]bool{}}, nil
 }
 
 // Pool exposes the pool to tests that need raw access.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
-func (d *Driver) Dialect() string    { return store.DialectPostgres }
-func (d *Driver) ForUpdate() string  { return " FOR UPDATE" }
+func (d *Driver) Dialect() string { return store.DialectPostgres }
+
+// ForUpdate locks rows as FOR NO KEY UPDATE: the protocols never change a
+// key, and unlike FOR UPDATE it does not block the FOR KEY SHARE locks that
+// foreign-key checks take (inserting a task must not wait for a create that
+// holds its workspace's sequence).
+func (d *Driver) ForUpdate() string  { return " FOR NO KEY UPDATE" }
 func (d *Driver) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
 func (d *Driver) Exec(ctx context.Context, q string, args ...any) (int64, error) {
@@ -145,7 +152,18 @@ func (d *Driver) provider() (*goose.Provider, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	locker, err := lock.NewPostgresSessionLocker()
+	// Replicas migrating one schema serialize on goose's advisory lock; a
+	// separate schema (tests) gets its own lock ID, so it never waits out
+	// goose's 5-second retry behind an unrelated schema's migration.
+	// Poll the lock every second (goose waits 5 s between tries), so
+	// replicas starting together are not staggered by seconds.
+	lockOpts := []lock.SessionLockerOption{lock.WithLockTimeout(1, 300)}
+	if d.schema != "" {
+		h := fnv.New64a()
+		h.Write([]byte("goose:" + d.schema))
+		lockOpts = append(lockOpts, lock.WithLockID(int64(h.Sum64()>>1)))
+	}
+	locker, err := lock.NewPostgresSessionLocker(lockOpts...)
 	if err != nil {
 		return nil, nil, err
 	}
