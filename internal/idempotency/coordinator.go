@@ -243,7 +243,12 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 	}
 	var result BeginResult
 	err = c.st.InTx(ctx, func(tx store.Queries) error {
-		ws, err := tx.LockWorkspace(ctx, req.WorkspaceID)
+		// The workspace row serializes identifier allocation and WIP
+		// admission. Without a WIP limit it is locked last (by the sequence
+		// UPDATE), so concurrent creates in a workspace hold it only for
+		// that statement and the commit; a unique violation on the external
+		// ID, raised by the insert before it, never allocates a number.
+		ws, err := tx.GetWorkspace(ctx, req.WorkspaceID)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return failure.New(failure.NotFound, "workspace %q not found", req.WorkspaceID)
@@ -255,6 +260,12 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 			return failure.New(failure.Invalid, "workflow_step_id %q does not exist in workspace %q", req.WorkflowStepID, ws.ID)
 		}
 		if step.WIPLimit != nil {
+			if ws, err = tx.LockWorkspace(ctx, req.WorkspaceID); err != nil {
+				return err
+			}
+			step, _ = findStep(ws.Steps, req.WorkflowStepID)
+		}
+		if step.WIPLimit != nil {
 			n, err := tx.CountActiveTasksInStep(ctx, ws.ID, step.ID)
 			if err != nil {
 				return err
@@ -263,11 +274,7 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 				return failure.New(failure.Conflict, "workflow step %q is at its WIP limit (%d)", step.ID, *step.WIPLimit)
 			}
 		}
-		seq, err := tx.NextTaskSequence(ctx, ws.ID)
-		if err != nil {
-			return err
-		}
-		task := store.Task{ID: taskID, WorkspaceID: ws.ID, Identifier: fmt.Sprintf("%s-%d", ws.TaskPrefix, seq),
+		task := store.Task{ID: taskID, WorkspaceID: ws.ID, Identifier: pendingIdentifier(taskID),
 			Title: req.Title, Description: req.Description, WorkflowStepID: step.ID, Labels: req.Labels,
 			Source: req.Source, SourceUpdatedAt: req.SourceUpdatedAt, OwnerConnection: req.OwnerConnection,
 			ExternalID: ext, CreationState: store.CreationPreparing, CreationOperationID: opID,
@@ -299,6 +306,14 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 				return err
 			}
 		}
+		seq, err := tx.NextTaskSequence(ctx, ws.ID)
+		if err != nil {
+			return err
+		}
+		task.Identifier = fmt.Sprintf("%s-%d", ws.TaskPrefix, seq)
+		if err := tx.SetTaskIdentifier(ctx, taskID, task.Identifier); err != nil {
+			return err
+		}
 		result = BeginResult{Task: task, Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
 			WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256}}
 		return nil
@@ -308,6 +323,10 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 	}
 	return result, nil
 }
+
+// pendingIdentifier holds the unique identifier column until the sequence
+// is allocated at the end of Begin's transaction; it is never committed.
+func pendingIdentifier(taskID string) string { return "pending:" + taskID }
 
 func findStep(steps []store.Step, id string) (store.Step, bool) {
 	for _, s := range steps {
@@ -357,8 +376,10 @@ func buildPlan(opID string, task store.Task, tokenHash string, req CreateRequest
 	if err != nil {
 		return CreationPlan{}, nil, err
 	}
+	// The identifier is allocated after the plan (last, to keep the
+	// workspace lock short); the row hash binds the task's identity.
 	rowJSON, err := Canonical(map[string]any{"id": task.ID, "workspace_id": task.WorkspaceID,
-		"identifier": task.Identifier, "external_id": task.ExternalID, "creation_operation_id": opID})
+		"external_id": task.ExternalID, "creation_operation_id": opID})
 	if err != nil {
 		return CreationPlan{}, nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/trackergateway/gateway/internal/failure"
 )
@@ -29,12 +30,18 @@ const MaxExternalIDBytes = 255
 // NormalizeExternalID applies the spec's validation in its normative order:
 // reject ASCII control characters in the raw value (before trimming, so a
 // trailing newline is an error), trim Unicode White_Space, treat empty as
-// absent (""), then bound the length. Everything else is kept verbatim.
+// absent (""), then bound the length. Invalid UTF-8 is refused after the
+// control characters. Everything else is kept verbatim.
 func NormalizeExternalID(raw string) (string, error) {
 	for i, r := range raw {
 		if r <= 0x1f || r == 0x7f {
 			return "", failure.New(failure.Invalid, "external_id contains a control character (U+%04X) at byte %d", r, i)
 		}
+	}
+	// Not in the spec's list, but no database can hold it (PostgreSQL
+	// rejects the bytes outright): refuse it as input, after rule 1.
+	if !utf8.ValidString(raw) {
+		return "", failure.New(failure.Invalid, "external_id is not valid UTF-8")
 	}
 	trimmed := strings.TrimFunc(raw, unicode.IsSpace)
 	if trimmed == "" {

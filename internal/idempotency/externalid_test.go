@@ -45,6 +45,9 @@ func TestNormalizeExternalID(t *testing.T) {
 		// character reports the control character.
 		{name: "control character wins over length", raw: strings.Repeat("a", 300) + "\n", wantErr: "control character"},
 		{name: "space is not a control character", raw: "a b", want: "a b"},
+		{name: "invalid UTF-8", raw: "ext-\xff", wantErr: "not valid UTF-8"},
+		{name: "control character wins over invalid UTF-8", raw: "\xff\n", wantErr: "control character"},
+		{name: "invalid UTF-8 wins over length", raw: strings.Repeat("a", 300) + "\xc3", wantErr: "not valid UTF-8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

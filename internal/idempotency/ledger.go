@@ -363,6 +363,11 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 
 	var res Result
 	err = c.st.InTx(ctx, func(tx store.Queries) error {
+		// No workspace lock here: phase B rewrites a task row it already
+		// updated in this transaction, so PostgreSQL re-checks the row's
+		// foreign keys (FOR KEY SHARE on the workspace row). Workspace locks
+		// are FOR NO KEY UPDATE, which does not conflict with that, so a
+		// Begin holding the workspace cannot deadlock with this phase.
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
@@ -631,7 +632,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-t.Context().Done():
+	case <-time.After(time.Minute):
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }

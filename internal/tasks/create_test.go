@@ -201,7 +201,7 @@ func TestHundredConcurrentCreatesMakeOneTask(t *testing.T) {
 			}
 		}
 		if created != 1 || found != n-1 || len(ids) != 1 {
-			t.Errorf("created %d, found %d, distinct ids %d; want 1, %d, 1", created, found, len(ids), n-1)
+			t.Errorf("created %d, found %d, distinct ids %d; want 1, %d, 1\nserver log:\n%s", created, found, len(ids), n-1, e.logs.String())
 		}
 		if got := count(t, e.st, `SELECT COUNT(*) FROM tasks`); got != 1 {
 			t.Errorf("tasks = %d, want 1", got)

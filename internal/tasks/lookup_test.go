@@ -31,6 +31,7 @@ func TestLookupRoute(t *testing.T) {
 			{"control character", path("ws", "ext-1\n"), 400, "external_id contains a control character (U+000A) at byte 5"},
 			{"too long", path("ws", strings.Repeat("x", 256)), 400, "external_id is 256 bytes; at most 255 are allowed"},
 			{"unknown workspace", path("ghost", "ext-1"), 404, "task not found"},
+			{"invalid UTF-8", "/api/v1/workspaces/ws/tasks/by-external-id?external_id=ext-%FF", 400, "external_id is not valid UTF-8"},
 		}
 		for _, tc := range tests {
 			r := e.do(t, http.MethodGet, tc.path, adminToken, "")

@@ -1,0 +1,163 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/store/storetest"
+)
+
+// Benchmarks of task creation (docs/benchmarks.md, "Task creation (issues 2
+// and 3)"). Each runs per dialect on a fresh store; PostgreSQL skips without
+// GATEWAY_TEST_POSTGRES_URL.
+//
+//	go test ./internal/idempotency -run '^$' -bench . -benchtime 2000x -count 3
+
+func benchDialects(b *testing.B, fn func(b *testing.B, st *sqlstore.Store)) {
+	for _, d := range storetest.Dialects {
+		b.Run(d, func(b *testing.B) {
+			st := storetest.Open(b, d)
+			storetest.SeedWorkspace(b, st, testWS)
+			fn(b, st)
+		})
+	}
+}
+
+func benchRequest(ext string) CreateRequest {
+	return CreateRequest{WorkspaceID: testWS, ExternalID: ext, Title: "Benchmark task", WorkflowStepID: "backlog",
+		Labels: []string{"bench"}, Actor: Actor{Kind: "api_token", ID: "bench", AuthMode: "bearer"}}
+}
+
+// BenchmarkCreateCreated: a ledger create with no steps that creates a task
+// (lookup miss, Begin, Complete phase A and phase B with task.created).
+func BenchmarkCreateCreated(b *testing.B) {
+	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
+		ctx := context.Background()
+		c := New(st, discardLogger(), time.Now)
+		prefix := uuid.NewString()[:8]
+		i := 0
+		for b.Loop() {
+			res, err := c.Create(ctx, benchRequest(prefix+":"+strconv.Itoa(i)))
+			if err != nil || res.Outcome != Created {
+				b.Fatalf("Create = %v, %v", res.Outcome, err)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkCreateFound: a create whose identity is held: one indexed read, no
+// write.
+func BenchmarkCreateFound(b *testing.B) {
+	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
+		ctx := context.Background()
+		c := New(st, discardLogger(), time.Now)
+		if _, err := c.Create(ctx, benchRequest("held")); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			res, err := c.Create(ctx, benchRequest("held"))
+			if err != nil || res.Outcome != FoundSettled {
+				b.Fatalf("Create = %v, %v", res.Outcome, err)
+			}
+		}
+	})
+}
+
+// BenchmarkLookup: the read-only probe of the lookup route.
+func BenchmarkLookup(b *testing.B) {
+	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
+		ctx := context.Background()
+		c := New(st, discardLogger(), time.Now)
+		if _, err := c.Create(ctx, benchRequest("held")); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, o, err := c.Lookup(ctx, testWS, "held"); err != nil || o != FoundSettled {
+				b.Fatalf("Lookup = %v, %v", o, err)
+			}
+		}
+	})
+}
+
+// BenchmarkSettlementCreate: the issue-2 create the ledger replaced.
+func BenchmarkSettlementCreate(b *testing.B) {
+	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
+		ctx := context.Background()
+		prefix := uuid.NewString()[:8]
+		i := 0
+		for b.Loop() {
+			if _, o, err := settlementCreate(ctx, st, benchRequest(prefix+":"+strconv.Itoa(i))); err != nil || o != Created {
+				b.Fatalf("settlementCreate = %v, %v", o, err)
+			}
+			i++
+		}
+	})
+}
+
+// settlementCreate is the issue-2 baseline, bench-only: lookup, then one
+// transaction (workspace lock, WIP admission, sequence, insert of a complete
+// but unsettled task), then the settlement UPDATE whose predicate includes
+// external_id.
+func settlementCreate(ctx context.Context, st store.Store, req CreateRequest) (store.Task, Outcome, error) {
+	ext, err := NormalizeExternalID(req.ExternalID)
+	if err != nil {
+		return store.Task{}, 0, err
+	}
+	if t, err := st.LookupTaskByExternalID(ctx, req.WorkspaceID, ext); err == nil {
+		if t.ExternalIDSettledAt != nil {
+			return t, FoundSettled, nil
+		}
+		return t, FoundUnsettled, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.Task{}, 0, err
+	}
+	now := time.Now().UTC()
+	task := store.Task{ID: uuid.NewString(), WorkspaceID: req.WorkspaceID, Title: req.Title, Description: req.Description,
+		WorkflowStepID: req.WorkflowStepID, Labels: req.Labels, ExternalID: ext, CreationState: store.CreationComplete,
+		CreatedAt: now, UpdatedAt: now}
+	err = st.InTx(ctx, func(tx store.Queries) error {
+		ws, err := tx.LockWorkspace(ctx, req.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		step, ok := findStep(ws.Steps, req.WorkflowStepID)
+		if !ok {
+			return fmt.Errorf("no step %q", req.WorkflowStepID)
+		}
+		if step.WIPLimit != nil {
+			n, err := tx.CountActiveTasksInStep(ctx, ws.ID, step.ID)
+			if err != nil {
+				return err
+			}
+			if n >= *step.WIPLimit {
+				return fmt.Errorf("step %q is full", step.ID)
+			}
+		}
+		seq, err := tx.NextTaskSequence(ctx, ws.ID)
+		if err != nil {
+			return err
+		}
+		task.Identifier = fmt.Sprintf("%s-%d", ws.TaskPrefix, seq)
+		return tx.InsertTask(ctx, task)
+	})
+	if err != nil {
+		return store.Task{}, 0, err
+	}
+	n, err := st.SettleExternalID(ctx, task.ID, ext, now)
+	if err != nil {
+		return store.Task{}, 0, err
+	}
+	if n == 0 {
+		return task, CreatedIdentityLost, nil
+	}
+	return task, Created, nil
+}
