@@ -45,6 +45,7 @@ func main() {
 	fixture := flag.String("fixture", "fixtures/github/issues.opened.json", "payload template (~13 KB)")
 	senders := flag.Int("senders", 64, "concurrent senders for the throughput phase")
 	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
+	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
 	flag.Parse()
 	if *dbURL == "" {
 		fmt.Fprintln(os.Stderr, "ingestbench: --database-url is required")
@@ -56,7 +57,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("payload: %d bytes, signed (X-Hub-Signature-256); senders: %d; phase: %s\n", len(tmpl.raw), *senders, *duration)
-	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl}
+	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra)}
 	ceiling := b.run("ceiling (verify, no store)", true, func(g *gateway) {
 		g.acks = throughput(g.url, tmpl, *senders, *duration, &b.seq)
 	})
@@ -81,6 +82,7 @@ func main() {
 
 type bench struct {
 	bin, dbURL string
+	extra      []string
 	tmpl       *template
 	seq        atomic.Int64
 	run_       int
@@ -113,6 +115,7 @@ connections:
   - {id: gh, provider: github, host: github.com, workspace: bench, secrets: ["`+secret+`"]}
 `), 0o600)
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--database-url", db, "--config", cfg, "--admin-token", adminToken, "--log-level", "warn"}
+	args = append(args, b.extra...)
 	if ceiling {
 		args = append(args, "--bench-ack-without-storing")
 	}

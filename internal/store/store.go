@@ -184,6 +184,8 @@ type TaskQueries interface {
 	// never listed.
 	ListTasks(ctx context.Context, page TaskPage) ([]Task, error)
 	CountActiveTasksInStep(ctx context.Context, workspaceID, stepID string) (int, error)
+	// SetTaskIdentifier sets the identifier allocated for a task.
+	SetTaskIdentifier(ctx context.Context, taskID, identifier string) error
 	// UpdateTask writes the mutable fields and the revision of t.
 	UpdateTask(ctx context.Context, t Task) error
 	DeleteTask(ctx context.Context, id string) error

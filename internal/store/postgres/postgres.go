@@ -31,9 +31,12 @@ const outboxLockKey = 7_424_301
 
 // Driver is the PostgreSQL sqlstore.Driver.
 type Driver struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
-	schema string
+	pool *pgxpool.Pool
+	// deferred serves store.WithDeferredSync work: its sessions run with
+	// synchronous_commit=off, so derived work costs no extra round trip.
+	deferred *pgxpool.Pool
+	logger   *slog.Logger
+	schema   string
 
 	mu          sync.Mutex
 	subscribers map[string][]func()
@@ -71,7 +74,15 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("open postgres pool: %w", err)
 	}
-	return &Driver{pool: pool, logger: logger, schema: opts.Schema, subscribers: map[string][]func(){}, listening: map[string]bool{}}, nil
+	dcfg := cfg.Copy()
+	dcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	dcfg.MaxConns = max(cfg.MaxConns/2, 4)
+	deferred, err := pgxpool.NewWithConfig(ctx, dcfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres pool: %w", err)
+	}
+	return &Driver{pool: pool, deferred: deferred, logger: logger, schema: opts.Schema, subscribers: map[string][]func(){}, listening: map[string]bool{}}, nil
 }
 
 // Pool exposes the pool to tests that need raw access.
@@ -87,29 +98,23 @@ func (d *Driver) ForUpdate() string  { return " FOR NO KEY UPDATE" }
 func (d *Driver) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
 func (d *Driver) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return execOn(ctx, d.pool, q, args...)
+	return execOn(ctx, d.poolFor(ctx), q, args...)
 }
 
 func (d *Driver) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
-	return queryOn(ctx, d.pool, q, args...)
+	return queryOn(ctx, d.poolFor(ctx), q, args...)
 }
 
 func (d *Driver) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	return row{d.pool.QueryRow(ctx, q, args...)}
+	return row{d.poolFor(ctx).QueryRow(ctx, q, args...)}
 }
 
 // Begin starts a READ COMMITTED transaction; the protocols take explicit row
 // locks (FOR UPDATE) in the documented order.
 func (d *Driver) Begin(ctx context.Context) (sqlstore.Tx, error) {
-	tx, err := d.pool.Begin(ctx)
+	tx, err := d.poolFor(ctx).Begin(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if store.DeferredSync(ctx) {
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			_ = tx.Rollback(ctx)
-			return nil, err
-		}
 	}
 	return &pgTx{tx: tx}, nil
 }
@@ -143,6 +148,14 @@ func (d *Driver) Classify(err error) error {
 		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
 	}
 	return err
+}
+
+// poolFor picks the pool by the sync level ctx asks for.
+func (d *Driver) poolFor(ctx context.Context) *pgxpool.Pool {
+	if store.DeferredSync(ctx) {
+		return d.deferred
+	}
+	return d.pool
 }
 
 func (d *Driver) Ping(ctx context.Context) error { return d.pool.Ping(ctx) }
@@ -299,6 +312,7 @@ func (d *Driver) Close() {
 		stop()
 		<-done
 	}
+	d.deferred.Close()
 	d.pool.Close()
 }
 

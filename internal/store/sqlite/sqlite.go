@@ -39,6 +39,8 @@ type Driver struct {
 
 	stopCheckpoints context.CancelFunc
 	checkpointsDone chan struct{}
+	closeOnce       sync.Once
+	closed          chan struct{} // closed by Close: writers fail fast
 
 	mu          sync.Mutex
 	subscribers map[string][]func()
@@ -83,7 +85,7 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 	}
 	reader.SetMaxOpenConns(4)
 	d := &Driver{writer: writer, reader: reader, subscribers: map[string][]func(){},
-		wmu: make(chan struct{}, 1), wstmts: map[string]*sql.Stmt{}}
+		wmu: make(chan struct{}, 1), wstmts: map[string]*sql.Stmt{}, closed: make(chan struct{})}
 	if d.wconn, err = writer.Conn(ctx); err != nil {
 		writer.Close()
 		reader.Close()
@@ -112,10 +114,21 @@ func isRead(q string) bool {
 // plain BEGIN IMMEDIATE/COMMIT on it, so every statement of a transaction
 // reuses a prepared statement (preparing dominated the CPU profile).
 
+// errClosed is what writes get once Close has begun (instead of waiting for
+// a writer that will never be free again).
+var errClosed = errors.New("sqlite: database is closed")
+
 func (d *Driver) acquireWriter(ctx context.Context) error {
+	select {
+	case <-d.closed:
+		return errClosed
+	default:
+	}
 	select {
 	case d.wmu <- struct{}{}:
 		return nil
+	case <-d.closed:
+		return errClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -453,17 +466,22 @@ func (d *Driver) checkpointLoop(ctx context.Context) {
 	}
 }
 
+// Close is idempotent. It waits for the writer in use (if any), keeps it
+// forever, and closes the connections; later writes fail with errClosed.
 func (d *Driver) Close() {
-	d.stopCheckpoints()
-	<-d.checkpointsDone
-	d.rstmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
-	d.wmu <- struct{}{}
-	for _, st := range d.wstmts {
-		st.Close()
-	}
-	d.wconn.Close()
-	d.reader.Close()
-	d.writer.Close()
+	d.closeOnce.Do(func() {
+		close(d.closed)
+		d.stopCheckpoints()
+		<-d.checkpointsDone
+		d.rstmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
+		d.wmu <- struct{}{}
+		for _, st := range d.wstmts {
+			st.Close()
+		}
+		d.wconn.Close()
+		d.reader.Close()
+		d.writer.Close()
+	})
 }
 
 // Placeholders: $N → ?N (SQLite's numbered parameters).

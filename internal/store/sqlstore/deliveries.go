@@ -12,39 +12,83 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
+// insertChunk bounds the rows of one multi-row INSERT (and so the number of
+// distinct statements the drivers prepare and cache).
+const insertChunk = 32
+
 // InsertDeliveries is the group commit of the inbox: every input in one
-// transaction, so one fsync acknowledges the whole batch.
+// transaction, so one fsync acknowledges the whole batch, written with
+// multi-row INSERTs (one round trip per chunk, not per delivery).
 func (q queries) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]store.InsertedDelivery, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	out := make([]store.InsertedDelivery, len(ds))
 	err := q.write(ctx, func(q queries) error {
-		for i, d := range ds {
-			if d.ID == "" {
-				d.ID = uuid.NewString()
-			}
-			var id string
-			err := q.ex.QueryRow(ctx, `INSERT INTO deliveries (id, connection_id, provider, event, delivery_key, headers, body,
-				status, attempts, next_attempt_at, received_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', 0, $8, $8)
-				ON CONFLICT (connection_id, delivery_key) DO NOTHING RETURNING id`,
-				d.ID, d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.Headers, d.Body, d.ReceivedAt).Scan(&id)
-			switch {
-			case err == nil:
-				out[i] = store.InsertedDelivery{ID: id}
-			case err == ErrNoRows:
-				if err := q.ex.QueryRow(ctx, `SELECT id FROM deliveries WHERE connection_id = $1 AND delivery_key = $2`,
-					d.ConnectionID, d.DeliveryKey).Scan(&id); err != nil {
-					return q.wrap("find duplicate delivery", err)
-				}
-				out[i] = store.InsertedDelivery{ID: id, Duplicate: true}
-			default:
-				return q.wrap("insert delivery", err)
+		for start := 0; start < len(ds); start += insertChunk {
+			end := min(start+insertChunk, len(ds))
+			if err := q.insertDeliveryChunk(ctx, ds[start:end], out[start:end]); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
 	return out, err
+}
+
+type deliveryKey struct{ connection, key string }
+
+func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, out []store.InsertedDelivery) error {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO deliveries (id, connection_id, provider, event, delivery_key, headers, body,
+		status, attempts, next_attempt_at, received_at) VALUES `)
+	args := make([]any, 0, len(ds)*8)
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ID
+		if ids[i] == "" {
+			ids[i] = uuid.NewString()
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		n := len(args)
+		fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+8)
+		args = append(args, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.Headers, d.Body, d.ReceivedAt)
+	}
+	b.WriteString(` ON CONFLICT (connection_id, delivery_key) DO NOTHING RETURNING id, connection_id, delivery_key`)
+	rows, err := q.ex.Query(ctx, b.String(), args...)
+	if err != nil {
+		return q.wrap("insert deliveries", err)
+	}
+	inserted := map[deliveryKey]string{}
+	for rows.Next() {
+		var id string
+		var k deliveryKey
+		if err := rows.Scan(&id, &k.connection, &k.key); err != nil {
+			rows.Close()
+			return q.wrap("scan inserted delivery", err)
+		}
+		inserted[k] = id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return q.wrap("insert deliveries", err)
+	}
+	for i, d := range ds {
+		k := deliveryKey{d.ConnectionID, d.DeliveryKey}
+		if id, ok := inserted[k]; ok {
+			// The first of equal keys in a chunk is the one inserted.
+			out[i] = store.InsertedDelivery{ID: id, Duplicate: id != ids[i]}
+			continue
+		}
+		var id string
+		if err := q.ex.QueryRow(ctx, `SELECT id FROM deliveries WHERE connection_id = $1 AND delivery_key = $2`,
+			d.ConnectionID, d.DeliveryKey).Scan(&id); err != nil {
+			return q.wrap("find duplicate delivery", err)
+		}
+		out[i] = store.InsertedDelivery{ID: id, Duplicate: true}
+	}
+	return nil
 }
 
 const deliverySummaryColumns = `id, connection_id, provider, event, delivery_key, status, attempts, last_error,
@@ -127,7 +171,7 @@ func (q queries) ClaimDeliveries(ctx context.Context, owner string, now time.Tim
 			WHERE d.status IN ('queued', 'retrying', 'processing') AND d.next_attempt_at <= $1
 			  AND NOT EXISTS (SELECT 1 FROM entity_leases l WHERE l.entity_key = d.entity_key
 			                  AND l.expires_at > $1 AND l.delivery_id <> d.id)
-			ORDER BY d.next_attempt_at, d.received_at LIMIT $2`+q.d.SkipLocked(), now, limit)
+			ORDER BY d.next_attempt_at LIMIT $2`+q.d.SkipLocked(), now, limit)
 		if err != nil {
 			return q.wrap("select due deliveries", err)
 		}

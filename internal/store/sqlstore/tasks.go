@@ -155,6 +155,19 @@ func (q queries) CountActiveTasksInStep(ctx context.Context, workspaceID, stepID
 	return n, q.wrap("count tasks in step", err)
 }
 
+func (q queries) SetTaskIdentifier(ctx context.Context, taskID, identifier string) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	n, err := q.ex.Exec(ctx, `UPDATE tasks SET identifier = $2 WHERE id = $1`, taskID, identifier)
+	if err != nil {
+		return q.wrap("set task identifier", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("set task identifier: %w", store.ErrNotFound)
+	}
+	return nil
+}
+
 func (q queries) UpdateTask(ctx context.Context, t store.Task) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
