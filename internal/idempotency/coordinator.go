@@ -242,7 +242,7 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 		return BeginResult{}, fmt.Errorf("actor binding: %w", err)
 	}
 	var result BeginResult
-	err = c.st.InTx(ctx, func(tx store.Queries) error {
+	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		// The workspace row serializes identifier allocation and WIP
 		// admission. Without a WIP limit it is locked last (by the sequence
 		// UPDATE), so concurrent creates in a workspace hold it only for

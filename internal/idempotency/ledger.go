@@ -12,6 +12,15 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
+// unacknowledged marks the commits that no caller is answered on — Begin,
+// step claims and effects, phase A, abort intent and compensation — as
+// deferred-sync (store.WithDeferredSync). The commit a caller is answered on
+// (phase B, Abort's finalization, a release) syncs fully, and the logs are
+// sequential, so it makes every earlier commit of the creation durable too;
+// a power loss before it can only roll the creation back to an earlier
+// state that recovery resumes — or erase an unacknowledged preparing task.
+func unacknowledged(ctx context.Context) context.Context { return store.WithDeferredSync(ctx) }
+
 // fence is the authority a ledger call runs under: the caller's handle, or a
 // recovery claim (owner and generation) on the operation.
 type fence struct {
@@ -78,7 +87,7 @@ func (c *Coordinator) executeStep(ctx context.Context, opID, kind, key string, f
 		return fmt.Errorf("%w: %s", ErrUnsupportedStep, kind)
 	}
 	var claimGen int64
-	err := c.st.InTx(ctx, func(tx store.Queries) error {
+	err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
@@ -105,7 +114,7 @@ func (c *Coordinator) executeStep(ctx context.Context, opID, kind, key string, f
 	}
 
 	var foreign *store.Association
-	err = c.st.InTx(ctx, func(tx store.Queries) error {
+	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
@@ -146,7 +155,7 @@ func (c *Coordinator) executeStep(ctx context.Context, opID, kind, key string, f
 		return err
 	}
 
-	err = c.st.InTx(ctx, func(tx store.Queries) error {
+	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
@@ -188,7 +197,7 @@ func (c *Coordinator) succeedFromAuthority(ctx context.Context, tx store.Queries
 }
 
 func (c *Coordinator) failStep(ctx context.Context, opID, kind, key string, claimGen int64, f fence, reason string) error {
-	return c.st.InTx(ctx, func(tx store.Queries) error {
+	return c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		_, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
@@ -309,7 +318,7 @@ var errTaskGone = failure.New(failure.NotFound, "task not found")
 func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Result, error) {
 	var replay *Result
 	taskGone := false
-	err := c.st.InTx(ctx, func(tx store.Queries) error {
+	err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
@@ -384,7 +393,10 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 				return err
 			}
 		}
-		if _, err := tx.LockTask(ctx, op.TaskID); err != nil {
+		// The task row lock is held from here to commit, so the row read
+		// now is the row settlement sees.
+		task, err := tx.LockTask(ctx, op.TaskID)
+		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("%w: %w", errTaskGone, err)
 			}
@@ -401,25 +413,19 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 			}
 			if n == 0 {
 				outcome = CreatedIdentityLost
+			} else {
+				task.ExternalIDSettledAt = &now
 			}
 		} else if op.ReleaseApplied {
 			outcome = CreatedIdentityLost
 		}
-		task, err := tx.GetTask(ctx, op.TaskID)
-		if err != nil {
-			return err
-		}
 		if outcome == CreatedIdentityLost && task.ExternalID != "" {
 			return fmt.Errorf("%w: settlement missed a task that holds %q", ErrCreationStateConflict, task.ExternalID)
 		}
-		task.Revision, task.UpdatedAt = 1, now
+		task.Revision, task.UpdatedAt, task.CreationState = 1, now, store.CreationComplete
 		if err := tx.UpdateTask(ctx, task); err != nil {
 			return err
 		}
-		if err := tx.SetTaskCreationState(ctx, task.ID, store.CreationComplete, now); err != nil {
-			return err
-		}
-		task.CreationState = store.CreationComplete
 		eventID, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: task.WorkspaceID, TaskID: task.ID,
 			Revision: 1, Type: store.EventTaskCreated, Payload: TaskEventPayload(task), CreatedAt: now})
 		if err != nil {
@@ -488,7 +494,7 @@ func (c *Coordinator) AbortTaskCreation(ctx context.Context, h *CreationHandle, 
 
 func (c *Coordinator) abort(ctx context.Context, opID string, f fence, cause string) error {
 	aborted := false
-	err := c.st.InTx(ctx, func(tx store.Queries) error {
+	err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
@@ -556,7 +562,7 @@ func wrapAbort(err error) error {
 // compensate deletes the effect rows of every step whose compensation is
 // required, by operation and ownership marker only.
 func (c *Coordinator) compensate(ctx context.Context, opID string, f fence) error {
-	return c.st.InTx(ctx, func(tx store.Queries) error {
+	return c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
@@ -653,7 +659,7 @@ func (c *Coordinator) ReleaseExternalID(ctx context.Context, workspaceID, rawExt
 		return c.st.ReleaseExternalID(ctx, workspaceID, ext)
 	}
 	opID := t.CreationOperationID
-	err = c.st.InTx(ctx, func(tx store.Queries) error {
+	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		op, steps, err := lockVerified(ctx, tx, opID, nil)
 		if err != nil {
 			return err

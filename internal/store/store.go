@@ -186,7 +186,8 @@ type TaskQueries interface {
 	CountActiveTasksInStep(ctx context.Context, workspaceID, stepID string) (int, error)
 	// SetTaskIdentifier sets the identifier allocated for a task.
 	SetTaskIdentifier(ctx context.Context, taskID, identifier string) error
-	// UpdateTask writes the mutable fields and the revision of t.
+	// UpdateTask writes the mutable fields, the revision and the creation
+	// state of t (callers pass a task they loaded).
 	UpdateTask(ctx context.Context, t Task) error
 	DeleteTask(ctx context.Context, id string) error
 	// ReleaseExternalID clears external_id and external_id_settled_at on the

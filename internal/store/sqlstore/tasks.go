@@ -174,9 +174,9 @@ func (q queries) UpdateTask(ctx context.Context, t store.Task) error {
 	sp, sk, sr, su := sourceArgs(t.Source)
 	n, err := q.ex.Exec(ctx, `UPDATE tasks SET title = $2, description = $3, workflow_step_id = $4, labels = $5,
 		archived_at = $6, source_provider = $7, source_kind = $8, source_ref = $9, source_url = $10,
-		source_updated_at = $11, revision = $12, updated_at = $13 WHERE id = $1`,
+		source_updated_at = $11, revision = $12, updated_at = $13, creation_state = $14 WHERE id = $1`,
 		t.ID, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
-		t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt, t.Revision, t.UpdatedAt)
+		t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt, t.Revision, t.UpdatedAt, t.CreationState)
 	if err != nil {
 		return q.wrap("update task", err)
 	}
