@@ -14,9 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -35,7 +37,10 @@ type Driver struct {
 	wconn  *sql.Conn
 	wmu    chan struct{}
 	wstmts map[string]*sql.Stmt // guarded by wmu
-	rstmts sync.Map             // query → *sql.Stmt on reader
+	wsync  string               // the writer's synchronous level; guarded by wmu
+	// ackWaiting counts acknowledged writes waiting for the writer.
+	ackWaiting atomic.Int64
+	rstmts     sync.Map // query → *sql.Stmt on reader
 
 	stopCheckpoints context.CancelFunc
 	checkpointsDone chan struct{}
@@ -118,19 +123,29 @@ func isRead(q string) bool {
 // a writer that will never be free again).
 var errClosed = errors.New("sqlite: database is closed")
 
+// acquireWriter takes the writer. Acknowledged writes (inbox commits behind
+// a webhook 2xx, REST writes) go first: derived work that gets the writer
+// while one waits hands it over, so acknowledgements do not queue behind
+// processing transactions.
 func (d *Driver) acquireWriter(ctx context.Context) error {
-	select {
-	case <-d.closed:
-		return errClosed
-	default:
+	acknowledged := !store.DeferredSync(ctx)
+	if acknowledged {
+		d.ackWaiting.Add(1)
+		defer d.ackWaiting.Add(-1)
 	}
-	select {
-	case d.wmu <- struct{}{}:
-		return nil
-	case <-d.closed:
-		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	for {
+		select {
+		case d.wmu <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-d.closed:
+			return errClosed
+		}
+		if acknowledged || d.ackWaiting.Load() == 0 {
+			return nil
+		}
+		<-d.wmu
+		runtime.Gosched()
 	}
 }
 
@@ -174,18 +189,23 @@ func (d *Driver) beginWrite(ctx context.Context) error {
 	if err := d.acquireWriter(ctx); err != nil {
 		return err
 	}
-	q := `PRAGMA synchronous = FULL`
+	level := "FULL"
 	if store.DeferredSync(ctx) {
-		q = `PRAGMA synchronous = NORMAL`
+		level = "NORMAL"
 	}
-	st, err := d.writerStmt(ctx, q)
+	if level == d.wsync { // guarded by the writer
+		return nil
+	}
+	st, err := d.writerStmt(ctx, `PRAGMA synchronous = `+level)
 	if err == nil {
 		_, err = st.ExecContext(ctx)
 	}
 	if err != nil {
+		d.wsync = ""
 		d.releaseWriter()
 		return err
 	}
+	d.wsync = level
 	return nil
 }
 
