@@ -1,0 +1,116 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+const valid = `
+workspaces:
+  - id: eng
+    name: Engineering
+    task_prefix: ENG
+    steps:
+      - {id: backlog, name: Backlog}
+      - {id: doing, name: In progress, wip_limit: 3}
+connections:
+  - id: gh-main
+    provider: github
+    workspace: eng
+    secrets: ["${GH_SECRET}", "${GH_SECRET_OLD}"]
+    repositories: ["acme/*"]
+tokens:
+  - {name: eng-bot, token: "${BOT_TOKEN}", workspaces: [eng]}
+`
+
+func TestParseValid(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(valid), env(map[string]string{"GH_SECRET": "s3cret", "GH_SECRET_OLD": "", "BOT_TOKEN": "0123456789abcdef"}))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	cn, ok := c.Connection("gh-main")
+	if !ok {
+		t.Fatal("connection gh-main missing")
+	}
+	checks := []struct {
+		name, got, want string
+	}{
+		{"host default", cn.Host, "github.com"},
+		{"step default", cn.Step, "backlog"},
+		{"pull_requests default", cn.PullRequests, PullRequestsLinkOrCreate},
+		{"on_close default", cn.OnClose, OnCloseArchive},
+		{"on_merge default", cn.OnMerge, OnCloseNone},
+	}
+	for _, tc := range checks {
+		if tc.got != tc.want {
+			t.Errorf("%s = %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+	// An empty rotation slot is dropped, not used as a secret.
+	if got, want := len(cn.SecretBytes()), 1; got != want {
+		t.Errorf("secrets = %d, want %d", got, want)
+	}
+	if got := *c.Workspaces[0].Steps[1].WIPLimit; got != 3 {
+		t.Errorf("wip_limit = %d, want 3", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	full := map[string]string{"GH_SECRET": "s3cret", "GH_SECRET_OLD": "", "BOT_TOKEN": "0123456789abcdef"}
+	tests := []struct {
+		name    string
+		yaml    string
+		vars    map[string]string
+		wantErr string
+	}{
+		{"unset variable", valid, map[string]string{"GH_SECRET": "x", "BOT_TOKEN": "0123456789abcdef"}, "unset environment variable(s): GH_SECRET_OLD"},
+		{"invalid yaml", "workspaces: [", full, "config:"},
+		{"unknown field", "workspaces:\n  - id: eng\n    colour: red\n", full, "field colour not found"},
+		{"no secret", strings.Replace(valid, `["${GH_SECRET}", "${GH_SECRET_OLD}"]`, `[""]`, 1), full, "at least one non-empty secret"},
+		{"unknown provider", strings.Replace(valid, "provider: github", "provider: bitbucket", 1), full, `provider "bitbucket"`},
+		{"unknown workspace", strings.Replace(valid, "workspace: eng", "workspace: ops", 1), full, `unknown workspace "ops"`},
+		{"bad prefix", strings.Replace(valid, "task_prefix: ENG", "task_prefix: eng", 1), full, "task_prefix"},
+		{"short token", valid, map[string]string{"GH_SECRET": "s", "GH_SECRET_OLD": "", "BOT_TOKEN": "short"}, "at least 16 characters"},
+		{"bad pull_requests", strings.Replace(valid, "repositories:", "pull_requests: always\n    repositories:", 1), full, "pull_requests"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.yaml), env(tc.vars))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Parse error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestDefault(t *testing.T) {
+	t.Parallel()
+	secrets := map[string]string{}
+	c, err := Default(env(map[string]string{"GATEWAY_JIRA_SITE": "acme.atlassian.net"}), func(provider string) (string, error) {
+		secrets[provider] = "secret-" + provider
+		return secrets[provider], nil
+	})
+	if err != nil {
+		t.Fatalf("Default: %v", err)
+	}
+	if got, want := len(c.Connections), 3; got != want {
+		t.Fatalf("connections = %d, want %d", got, want)
+	}
+	jira, _ := c.Connection("jira")
+	if jira.Host != "acme.atlassian.net" {
+		t.Errorf("jira host = %q, want acme.atlassian.net", jira.Host)
+	}
+	if got, want := len(secrets), 3; got != want {
+		t.Errorf("secrets asked = %d, want %d", got, want)
+	}
+}
