@@ -4,6 +4,7 @@
 package github
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -232,6 +233,11 @@ func parseIssues(host string, body []byte) (connectors.Event, error) {
 		e.EntityKey = old
 	case "opened":
 		// Opened by a transfer: the new issue continues changes.old_issue.
+		// Most openings are not transfers; skip the second decode of the
+		// payload unless it can hold one.
+		if !bytes.Contains(body, []byte(`"old_issue"`)) {
+			break
+		}
 		var ch transferChanges
 		if err := json.Unmarshal(body, &ch); err != nil {
 			return connectors.Event{}, malformed(base.EventName, "changes: %v", err)
