@@ -242,27 +242,33 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 		return BeginResult{}, fmt.Errorf("actor binding: %w", err)
 	}
 	var result BeginResult
+	// Workspaces and steps are never deleted (config only adds or updates
+	// them, and the tasks' foreign keys hold), so they are read before the
+	// write transaction, keeping it short.
+	ws, err := c.st.GetWorkspace(ctx, req.WorkspaceID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return BeginResult{}, failure.New(failure.NotFound, "workspace %q not found", req.WorkspaceID)
+		}
+		return BeginResult{}, fmt.Errorf("begin task creation: %w", err)
+	}
+	step, ok := findStep(ws.Steps, req.WorkflowStepID)
+	if !ok {
+		return BeginResult{}, failure.New(failure.Invalid, "workflow_step_id %q does not exist in workspace %q", req.WorkflowStepID, ws.ID)
+	}
 	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		// The workspace row serializes identifier allocation and WIP
 		// admission. Without a WIP limit it is locked last (by the sequence
 		// UPDATE), so concurrent creates in a workspace hold it only for
 		// that statement and the commit; a unique violation on the external
 		// ID, raised by the insert before it, never allocates a number.
-		ws, err := tx.GetWorkspace(ctx, req.WorkspaceID)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return failure.New(failure.NotFound, "workspace %q not found", req.WorkspaceID)
-			}
-			return err
-		}
-		step, ok := findStep(ws.Steps, req.WorkflowStepID)
-		if !ok {
-			return failure.New(failure.Invalid, "workflow_step_id %q does not exist in workspace %q", req.WorkflowStepID, ws.ID)
-		}
+		ws, step := ws, step
 		if step.WIPLimit != nil {
-			if ws, err = tx.LockWorkspace(ctx, req.WorkspaceID); err != nil {
+			locked, err := tx.LockWorkspace(ctx, req.WorkspaceID)
+			if err != nil {
 				return err
 			}
+			ws = locked
 			step, _ = findStep(ws.Steps, req.WorkflowStepID)
 		}
 		if step.WIPLimit != nil {

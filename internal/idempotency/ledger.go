@@ -338,7 +338,8 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 			return err
 		}
 		now := c.now()
-		if _, err := tx.LockTask(ctx, op.TaskID); err != nil {
+		// The UPDATE takes the task's row lock (after the operation's).
+		if err := tx.SetTaskCreationState(ctx, op.TaskID, store.CreationCompleting, now); err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
@@ -349,10 +350,7 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 			return tx.UpdateOperation(ctx, op)
 		}
 		op.State, op.UpdatedAt = store.OpCompleting, now
-		if err := tx.UpdateOperation(ctx, op); err != nil {
-			return err
-		}
-		return tx.SetTaskCreationState(ctx, op.TaskID, store.CreationCompleting, now)
+		return tx.UpdateOperation(ctx, op)
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("complete task creation (phase a): %w", err)
