@@ -98,20 +98,31 @@ func openStore(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.
 	return nil, fmt.Errorf("database url %q: must start with sqlite: or postgres://", url)
 }
 
-func migrate(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
-	f, err := parseCommon("migrate", args, env, stderr)
+// openMigrated parses the common flags, opens the store and applies the
+// migrations (serve and migrate both start this way).
+func openMigrated(ctx context.Context, name string, args []string, env Env, stderr io.Writer) (commonFlags, *slog.Logger, *sqlstore.Store, error) {
+	f, err := parseCommon(name, args, env, stderr)
 	if err != nil {
-		return err
+		return f, nil, nil, err
 	}
 	logger := newLogger(stderr, f.logLevel)
 	st, err := openStore(ctx, f.databaseURL, logger)
 	if err != nil {
+		return f, nil, nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return f, nil, nil, err
+	}
+	return f, logger, st, nil
+}
+
+func migrate(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
+	_, _, st, err := openMigrated(ctx, "migrate", args, env, stderr)
+	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
 	fmt.Fprintf(stdout, "database is migrated (%s)\n", st.Dialect())
 	return nil
 }
@@ -185,19 +196,11 @@ func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st s
 }
 
 func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
-	f, err := parseCommon("serve", args, env, stderr)
-	if err != nil {
-		return err
-	}
-	logger := newLogger(stderr, f.logLevel)
-	st, err := openStore(ctx, f.databaseURL, logger)
+	f, logger, st, err := openMigrated(ctx, "serve", args, env, stderr)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
 	cfg, err := loadConfig(ctx, f.configPath, env, st, stdout)
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
-	"github.com/trackergateway/gateway/internal/tasks"
 )
 
 // SuppressionStore lists and clears suppressions.
@@ -35,7 +34,7 @@ type SuppressionJSON struct {
 // caller restricts them to admins).
 func RegisterSuppressionRoutes(r *mux.Router, st SuppressionStore, logger *slog.Logger) {
 	r.HandleFunc("/api/v1/suppressions", func(w http.ResponseWriter, r *http.Request) {
-		limit, err := tasks.PageLimit(r)
+		limit, err := httpapi.PageLimit(r)
 		if err != nil {
 			httpapi.WriteError(w, r, logger, err)
 			return

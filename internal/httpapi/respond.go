@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
@@ -98,4 +99,23 @@ func decodeStrict(dec *json.Decoder, v any) error {
 		return failure.New(failure.Invalid, "malformed JSON: trailing data")
 	}
 	return nil
+}
+
+// Page sizes of every list (DESIGN.md: limit default 100, at most 1000).
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// PageLimit parses a list's ?limit=.
+func PageLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPageSize {
+		return 0, failure.New(failure.Invalid, "limit must be an integer between 1 and %d", MaxPageSize)
+	}
+	return n, nil
 }

@@ -20,8 +20,8 @@ import (
 
 // List limits (DESIGN.md "Lists").
 const (
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
+	DefaultListLimit = httpapi.DefaultPageSize
+	MaxListLimit     = httpapi.MaxPageSize
 )
 
 // Statuses is every delivery status, the values the status filter accepts.
@@ -198,17 +198,6 @@ func decodeCursor(c string) (time.Time, string, error) {
 	return time.UnixMicro(us).UTC(), id, nil
 }
 
-func parseLimit(v string) (int, error) {
-	if v == "" {
-		return DefaultListLimit, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > MaxListLimit {
-		return 0, failure.New(failure.Invalid, "limit must be an integer between 1 and %d", MaxListLimit)
-	}
-	return n, nil
-}
-
 // list: GET /api/v1/deliveries?status=&connection=&limit=&cursor=
 func (o *operators) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
@@ -216,7 +205,7 @@ func (o *operators) list(w http.ResponseWriter, r *http.Request) error {
 	if f.Status != "" && !validStatus(f.Status) {
 		return failure.New(failure.Invalid, "invalid status %q: want one of %s", f.Status, strings.Join(Statuses, ", "))
 	}
-	limit, err := parseLimit(q.Get("limit"))
+	limit, err := httpapi.PageLimit(r)
 	if err != nil {
 		return err
 	}

@@ -275,25 +275,6 @@ func (a *API) contributions(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"contributions": out})
 }
 
-// Page limits of every list.
-const (
-	DefaultPageSize = 100
-	MaxPageSize     = 1000
-)
-
-// PageLimit parses ?limit=.
-func PageLimit(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return DefaultPageSize, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > MaxPageSize {
-		return 0, failure.New(failure.Invalid, "limit must be an integer from 1 to %d", MaxPageSize)
-	}
-	return n, nil
-}
-
 func encodeCursor(t time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixMicro(), 10) + ":" + id))
 }
@@ -335,7 +316,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	limit, err := PageLimit(r)
+	limit, err := httpapi.PageLimit(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
