@@ -187,7 +187,8 @@ func (c *Coordinator) runRecovery(ctx context.Context, opID string, action Recov
 // exact row → succeeded; proven absent → retry_wait; a foreign row → stays
 // unknown (a conflict an operator must resolve).
 func (c *Coordinator) reconcileUnknown(ctx context.Context, opID string, f fence) error {
-	return c.st.InTx(ctx, func(tx store.Queries) error {
+	foreign := ""
+	err := c.st.InTx(ctx, func(tx store.Queries) error {
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
@@ -223,10 +224,17 @@ func (c *Coordinator) reconcileUnknown(ctx context.Context, opID string, f fence
 				if err := tx.UpdateCreationStep(ctx, s); err != nil {
 					return err
 				}
+				foreign = s.StepKey
 			}
 		}
 		return nil
 	})
+	if err == nil && foreign != "" {
+		// Nothing more recovery can do: stop this pass instead of claiming
+		// again; the step stays unknown for an operator.
+		return fmt.Errorf("%w: step %s: effect row owned by another operation", ErrCreationStateConflict, foreign)
+	}
+	return err
 }
 
 // Recoverer is the background runtime: every replica may run one; leases and
