@@ -222,7 +222,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		logger.Warn("webhooks are acknowledged WITHOUT being stored (--bench-ack-without-storing): benchmark only")
 	}
 	applier := dispatch.New(lookupConn, ads, coord, svc, st, logger, now)
-	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4})
+	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4, Yield: receiver.Busy})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
 
 	r := mux.NewRouter()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -43,6 +44,8 @@ type groupCommit struct {
 	queue   chan *commitRequest
 	stopped chan struct{} // closed once run has returned
 	wake    chan struct{} // capacity 1: coalesces notifications
+	// waiting counts receipts submitted and not yet answered.
+	waiting atomic.Int64
 }
 
 func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int) *groupCommit {
@@ -64,6 +67,8 @@ func (g *groupCommit) submit(ctx context.Context, d store.Delivery) (store.Inser
 	default:
 	}
 	req := &commitRequest{ctx: ctx, d: d, done: make(chan commitResult, 1)}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
 	select {
 	case g.queue <- req:
 	case <-g.stopped:

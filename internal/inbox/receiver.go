@@ -111,6 +111,14 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 	}
 }
 
+// busyReceipts is how many receipts waiting for their commit make the
+// receiver busy: concurrent senders, not a steady trickle.
+const busyReceipts = 16
+
+// Busy reports whether many receipts are waiting for their commit; workers
+// yield to it (WorkerOptions.Yield), so acknowledgements come first.
+func (rc *Receiver) Busy() bool { return rc.commits.waiting.Load() >= busyReceipts }
+
 // Register mounts the receiver at POST /webhooks/{connection}.
 func (rc *Receiver) Register(r *mux.Router) {
 	r.Handle("/webhooks/{connection}", rc).Methods(http.MethodPost)

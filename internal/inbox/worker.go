@@ -63,6 +63,7 @@ const (
 	DefaultConcurrency = 4
 	DefaultLease       = 30 * time.Second
 	DefaultBatchSize   = 1
+	DefaultMaxYield    = 50 * time.Millisecond
 	DefaultMaxAttempts = 8
 	DefaultMaxIdle     = time.Second
 	DefaultMinIdle     = 100 * time.Millisecond
@@ -92,6 +93,12 @@ type WorkerOptions struct {
 	// worker that dies is replaced once it expires. Processing of one
 	// delivery is cancelled after Lease.
 	Lease time.Duration
+	// Yield, when set, reports that acknowledgements are waiting (the
+	// Receiver's Busy): before each claim the worker then pauses, a few
+	// milliseconds at a time and at most MaxYield in all, so a burst of
+	// webhooks is acknowledged first and processed right after.
+	Yield    func() bool
+	MaxYield time.Duration
 	// BatchSize is how many deliveries one goroutine claims at a time. One
 	// keeps leases short and spreads work evenly across goroutines and
 	// replicas.
@@ -131,6 +138,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.BusyDelay <= 0 {
 		o.BusyDelay = DefaultBusyDelay
+	}
+	if o.MaxYield <= 0 {
+		o.MaxYield = DefaultMaxYield
 	}
 	return o
 }
@@ -216,6 +226,7 @@ func (w *Worker) loop(ctx context.Context, owner string) {
 	failing := false
 	for ctx.Err() == nil {
 		wake := w.wakeChan()
+		w.yield(ctx)
 		n, err := w.claimAndProcess(ctx, owner)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -235,6 +246,17 @@ func (w *Worker) loop(ctx context.Context, owner string) {
 		if n == 0 {
 			w.idle(ctx, wake)
 		}
+	}
+}
+
+// yield pauses while acknowledgements wait, never longer than MaxYield.
+func (w *Worker) yield(ctx context.Context) {
+	if w.opts.Yield == nil {
+		return
+	}
+	const step = 2 * time.Millisecond
+	for waited := time.Duration(0); waited < w.opts.MaxYield && w.opts.Yield(); waited += step {
+		w.sleep(ctx, step)
 	}
 }
 

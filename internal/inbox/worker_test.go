@@ -523,3 +523,24 @@ func TestIsPermanent(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerYieldsToAcknowledgements: while the receiver is busy the worker
+// claims nothing (up to MaxYield), and processes as soon as it is not.
+func TestWorkerYieldsToAcknowledgements(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		clock := newTestClock()
+		var busy atomic.Bool
+		busy.Store(true)
+		var asked atomic.Int64
+		ids := insert(t, st, clock.Now(), body("e-yield", modeOK))
+		startWorker(t, st, newFakeProcessor(), clock.Now, WorkerOptions{Concurrency: 1, MaxYield: time.Hour,
+			Yield: func() bool { asked.Add(1); return busy.Load() }})
+		waitFor(t, "the worker to ask whether acknowledgements wait", func() bool { return asked.Load() >= 3 })
+		if d := getDelivery(t, st, ids[0]); d.Status != store.DeliveryQueued || d.Attempts != 0 {
+			t.Fatalf("delivery while yielding = %s (attempts %d), want queued and unclaimed", d.Status, d.Attempts)
+		}
+		busy.Store(false)
+		waitStatus(t, st, ids[0], store.DeliverySucceeded, nil)
+	})
+}
