@@ -112,8 +112,9 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 }
 
 // busyReceipts is how many receipts waiting for their commit make the
-// receiver busy: concurrent senders, not a steady trickle.
-const busyReceipts = 16
+// receiver busy: concurrent senders, not a steady trickle (measured: 4 cut
+// PostgreSQL's ack p99 at 1,000/s from 56–94 ms to 24 ms; 16 did not).
+const busyReceipts = 4
 
 // Busy reports whether many receipts are waiting for their commit; workers
 // yield to it (WorkerOptions.Yield), so acknowledgements come first.
