@@ -273,6 +273,9 @@ func (d *Driver) listenOnce(ctx context.Context) error {
 			return err
 		}
 	}
+	// Anything notified before LISTEN took effect was missed: wake everyone
+	// once so they look.
+	d.wakeAll()
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
