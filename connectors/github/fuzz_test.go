@@ -3,61 +3,21 @@ package github
 import (
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/adaptertest"
 )
 
-// addFixtures adds every fixture body to the fuzz corpus.
-func addFixtures(f *testing.F) {
-	f.Helper()
-	files, err := filepath.Glob(filepath.Join(fixtureDir, "*.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
-
-// FuzzParse: Parse never panics, fails only with ErrMalformedPayload, and
-// every mapped event names its entity.
+// FuzzParse: Parse never panics and keeps the adapter contract
+// (adaptertest.CheckParsed) for every event type.
 func FuzzParse(f *testing.F) {
-	addFixtures(f)
+	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, event := range []string{"issues", "pull_request", "ping"} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
-			if err != nil {
-				if !errors.Is(err, connectors.ErrMalformedPayload) {
-					t.Fatalf("Parse(%s) error %v does not wrap ErrMalformedPayload", event, err)
-				}
-				continue
-			}
-			if e.Provider != connectors.ProviderGitHub {
-				t.Fatalf("Parse(%s).Provider = %q", event, e.Provider)
-			}
-			if e.Action == connectors.ActionIgnore {
-				continue
-			}
-			if !strings.HasPrefix(e.ExternalID, "github:"+host+":"+e.Kind+":") {
-				t.Fatalf("Parse(%s).ExternalID = %q, Kind %q", event, e.ExternalID, e.Kind)
-			}
-			if e.EntityKey == "" || e.Source.Ref == "" || e.Repository == "" {
-				t.Fatalf("Parse(%s) = %+v: missing EntityKey, Source.Ref or Repository", event, e)
-			}
-			if e.Action == connectors.ActionTransfer && e.PreviousExternalID == "" {
-				t.Fatalf("Parse(%s): transfer without PreviousExternalID: %+v", event, e)
-			}
-			if (e.Kind == connectors.KindPullRequest) != (e.Contribution != nil) {
-				t.Fatalf("Parse(%s): Kind %q with Contribution %v", event, e.Kind, e.Contribution)
-			}
+			adaptertest.CheckParsed(t, connectors.ProviderGitHub, host, event, e, err)
 		}
 	})
 }

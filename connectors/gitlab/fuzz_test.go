@@ -3,61 +3,20 @@ package gitlab
 import (
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/adaptertest"
 )
 
-// addFixtures adds every fixture body to the fuzz corpus.
-func addFixtures(f *testing.F) {
-	f.Helper()
-	files, err := filepath.Glob(filepath.Join(fixtureDir, "*.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
-
-// FuzzParse: Parse never panics, fails only with ErrMalformedPayload, and
-// every mapped event names its entity.
+// FuzzParse: Parse never panics and keeps the adapter contract
+// (adaptertest.CheckParsed) for every event type.
 func FuzzParse(f *testing.F) {
-	addFixtures(f)
+	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, event := range []string{"Issue Hook", "Merge Request Hook", ""} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
-			if err != nil {
-				if !errors.Is(err, connectors.ErrMalformedPayload) {
-					t.Fatalf("Parse(%q) error %v does not wrap ErrMalformedPayload", event, err)
-				}
-				continue
-			}
-			if e.Provider != connectors.ProviderGitLab {
-				t.Fatalf("Parse(%q).Provider = %q", event, e.Provider)
-			}
-			if e.Action == connectors.ActionIgnore {
-				continue
-			}
-			if !strings.HasPrefix(e.ExternalID, "gitlab:"+host+":"+e.Kind+":") {
-				t.Fatalf("Parse(%q).ExternalID = %q, Kind %q", event, e.ExternalID, e.Kind)
-			}
-			if e.EntityKey == "" || e.Source.Ref == "" || e.Repository == "" {
-				t.Fatalf("Parse(%q) = %+v: missing EntityKey, Source.Ref or Repository", event, e)
-			}
-			if e.Action == connectors.ActionTransfer && e.PreviousExternalID == "" {
-				t.Fatalf("Parse(%q): transfer without PreviousExternalID: %+v", event, e)
-			}
-			if (e.Kind == connectors.KindMergeRequest) != (e.Contribution != nil) {
-				t.Fatalf("Parse(%q): Kind %q with Contribution %v", event, e.Kind, e.Contribution)
-			}
+			adaptertest.CheckParsed(t, connectors.ProviderGitLab, host, event, e, err)
 		}
 	})
 }

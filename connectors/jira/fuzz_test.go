@@ -3,53 +3,22 @@ package jira
 import (
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/adaptertest"
 )
 
-// addFixtures adds every fixture body to the fuzz corpus.
-func addFixtures(f *testing.F) {
-	f.Helper()
-	files, err := filepath.Glob(filepath.Join(fixtureDir, "*.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-}
-
-// FuzzParse: Parse never panics, fails only with ErrMalformedPayload, and
-// every mapped event names its entity.
+// FuzzParse: Parse never panics and keeps the adapter contract
+// (adaptertest.CheckParsed); a Jira issue's entity is its external ID.
 func FuzzParse(f *testing.F) {
-	addFixtures(f)
+	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e, err := Adapter{}.Parse(site, http.Header{}, body)
-		if err != nil {
-			if !errors.Is(err, connectors.ErrMalformedPayload) {
-				t.Fatalf("Parse error %v does not wrap ErrMalformedPayload", err)
-			}
-			return
-		}
-		if e.Provider != connectors.ProviderJira || e.EventName == "" {
-			t.Fatalf("Parse = %+v: Provider or EventName wrong", e)
-		}
-		if e.Action == connectors.ActionIgnore {
-			return
-		}
-		if !strings.HasPrefix(e.ExternalID, "jira:"+site+":issue:") || e.EntityKey != e.ExternalID {
+		adaptertest.CheckParsed(t, connectors.ProviderJira, site, "jira", e, err)
+		if err == nil && e.Action != connectors.ActionIgnore && e.EntityKey != e.ExternalID {
 			t.Fatalf("Parse: ExternalID %q, EntityKey %q", e.ExternalID, e.EntityKey)
-		}
-		if e.Source.Ref == "" || e.Repository == "" {
-			t.Fatalf("Parse = %+v: missing Source.Ref or Repository", e)
 		}
 	})
 }
