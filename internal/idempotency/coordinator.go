@@ -256,6 +256,30 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 	if !ok {
 		return BeginResult{}, failure.New(failure.Invalid, "workflow_step_id %q does not exist in workspace %q", req.WorkflowStepID, ws.ID)
 	}
+	// The rows and the canonical plan are built before the transaction: the
+	// single SQLite writer (and PostgreSQL's row locks) are held only for
+	// the statements.
+	task := store.Task{ID: taskID, WorkspaceID: ws.ID, Identifier: pendingIdentifier(taskID),
+		Title: req.Title, Description: req.Description, WorkflowStepID: step.ID, Labels: req.Labels,
+		Source: req.Source, SourceUpdatedAt: req.SourceUpdatedAt, OwnerConnection: req.OwnerConnection,
+		ExternalID: ext, CreationState: store.CreationPreparing, CreationOperationID: opID,
+		CreatedAt: now, UpdatedAt: now}
+	if task.Labels == nil {
+		task.Labels = []string{}
+	}
+	plan, steps, err := buildPlan(opID, task, tokenHash, req, now)
+	if err != nil {
+		return BeginResult{}, err
+	}
+	planJSON, err := Canonical(plan)
+	if err != nil {
+		return BeginResult{}, fmt.Errorf("creation plan: %w", err)
+	}
+	lease := now.Add(c.leaseTTL)
+	op := store.Operation{ID: opID, WorkspaceID: ws.ID, TaskID: taskID, State: store.OpPreparing,
+		PlanJSON: string(planJSON), ManifestSHA256: ManifestHash(planJSON), ActorJSON: string(actorJSON),
+		ActorBindingSHA256: ActorBindingHash(actorJSON), CompletionTokenSHA256: tokenHash, ExternalID: ext,
+		LeaseOwner: "caller", LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now}
 	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		// The workspace row serializes identifier allocation and WIP
 		// admission. Without a WIP limit it is locked last (by the sequence
@@ -280,30 +304,10 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 				return failure.New(failure.Conflict, "workflow step %q is at its WIP limit (%d)", step.ID, *step.WIPLimit)
 			}
 		}
-		task := store.Task{ID: taskID, WorkspaceID: ws.ID, Identifier: pendingIdentifier(taskID),
-			Title: req.Title, Description: req.Description, WorkflowStepID: step.ID, Labels: req.Labels,
-			Source: req.Source, SourceUpdatedAt: req.SourceUpdatedAt, OwnerConnection: req.OwnerConnection,
-			ExternalID: ext, CreationState: store.CreationPreparing, CreationOperationID: opID,
-			CreatedAt: now, UpdatedAt: now}
-		if task.Labels == nil {
-			task.Labels = []string{}
-		}
+		task := task
 		if err := tx.InsertTask(ctx, task); err != nil {
 			return err
 		}
-		plan, steps, err := buildPlan(opID, task, tokenHash, req, now)
-		if err != nil {
-			return err
-		}
-		planJSON, err := Canonical(plan)
-		if err != nil {
-			return fmt.Errorf("creation plan: %w", err)
-		}
-		lease := now.Add(c.leaseTTL)
-		op := store.Operation{ID: opID, WorkspaceID: ws.ID, TaskID: taskID, State: store.OpPreparing,
-			PlanJSON: string(planJSON), ManifestSHA256: ManifestHash(planJSON), ActorJSON: string(actorJSON),
-			ActorBindingSHA256: ActorBindingHash(actorJSON), CompletionTokenSHA256: tokenHash, ExternalID: ext,
-			LeaseOwner: "caller", LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now}
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return err
 		}
