@@ -275,6 +275,10 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 	if err != nil {
 		return BeginResult{}, fmt.Errorf("creation plan: %w", err)
 	}
+	// Warm the memo that Complete's verification (under the lock) reads.
+	if _, err := parseCanonicalPlan(string(planJSON)); err != nil {
+		return BeginResult{}, fmt.Errorf("creation plan: %w", err)
+	}
 	lease := now.Add(c.leaseTTL)
 	op := store.Operation{ID: opID, WorkspaceID: ws.ID, TaskID: taskID, State: store.OpPreparing,
 		PlanJSON: string(planJSON), ManifestSHA256: ManifestHash(planJSON), ActorJSON: string(actorJSON),
@@ -435,11 +439,9 @@ func verifyStored(op store.Operation, steps []store.CreationStep, h *CreationHan
 	if ActorBindingHash([]byte(op.ActorJSON)) != op.ActorBindingSHA256 {
 		return plan, fmt.Errorf("%w: actor binding hash", ErrHandleMismatch)
 	}
-	if err := decodeStrict([]byte(op.PlanJSON), &plan); err != nil {
-		return plan, fmt.Errorf("%w: plan: %v", ErrHandleMismatch, err)
-	}
-	if canon, err := Canonical(plan); err != nil || string(canon) != op.PlanJSON {
-		return plan, fmt.Errorf("%w: plan is not canonical", ErrHandleMismatch)
+	plan, err := parseCanonicalPlan(op.PlanJSON)
+	if err != nil {
+		return plan, err
 	}
 	if plan.TaskID != op.TaskID || plan.WorkspaceID != op.WorkspaceID {
 		return plan, fmt.Errorf("%w: plan task or workspace", ErrHandleMismatch)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/gowebpki/jcs"
 )
@@ -174,4 +175,50 @@ func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// canonicalPlans memoizes parseCanonicalPlan: a pure function of the plan's
+// bytes, called under the operation lock by every ledger call, whose JSON
+// round trip is most of the cost of re-verifying a handle.
+var canonicalPlans = struct {
+	sync.Mutex
+	byJSON map[string]CreationPlan
+	order  []string
+}{byJSON: map[string]CreationPlan{}}
+
+const canonicalPlanMemo = 1024
+
+// parseCanonicalPlan decodes stored plan JSON strictly and requires it to be
+// its own RFC 8785 form.
+func parseCanonicalPlan(planJSON string) (CreationPlan, error) {
+	canonicalPlans.Lock()
+	plan, ok := canonicalPlans.byJSON[planJSON]
+	canonicalPlans.Unlock()
+	if ok {
+		return clonePlan(plan), nil
+	}
+	if err := decodeStrict([]byte(planJSON), &plan); err != nil {
+		return plan, fmt.Errorf("%w: plan: %v", ErrHandleMismatch, err)
+	}
+	if canon, err := Canonical(plan); err != nil || string(canon) != planJSON {
+		return plan, fmt.Errorf("%w: plan is not canonical", ErrHandleMismatch)
+	}
+	canonicalPlans.Lock()
+	if _, ok := canonicalPlans.byJSON[planJSON]; !ok {
+		if len(canonicalPlans.order) >= canonicalPlanMemo {
+			delete(canonicalPlans.byJSON, canonicalPlans.order[0])
+			canonicalPlans.order = canonicalPlans.order[1:]
+		}
+		canonicalPlans.byJSON[planJSON] = clonePlan(plan)
+		canonicalPlans.order = append(canonicalPlans.order, planJSON)
+	}
+	canonicalPlans.Unlock()
+	return plan, nil
+}
+
+// clonePlan copies the slices a caller could modify.
+func clonePlan(p CreationPlan) CreationPlan {
+	p.DatabaseRows = append([]DatabaseRow(nil), p.DatabaseRows...)
+	p.Steps = append([]PlanStep(nil), p.Steps...)
+	return p
 }
