@@ -192,7 +192,7 @@ func (q queries) ClaimDeliveries(ctx context.Context, owner string, now time.Tim
 		for _, id := range ids {
 			d, err := scanDelivery(q.ex.QueryRow(ctx, `UPDATE deliveries SET status = 'processing', attempts = attempts + 1,
 				lease_owner = $2, lease_expires_at = $3, next_attempt_at = $3 WHERE id = $1
-				RETURNING `+deliverySummaryColumns+`, headers, body`, id, owner, expires), true)
+				RETURNING `+deliverySummaryColumns, id, owner, expires), false)
 			if err != nil {
 				return q.wrap("claim delivery", err)
 			}
@@ -200,7 +200,41 @@ func (q queries) ClaimDeliveries(ctx context.Context, owner string, now time.Tim
 		}
 		return nil
 	})
-	return out, err
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	// The raw deliveries are read after the claim commits: they never change
+	// once stored, and reading 13 KB bodies inside the claim would hold
+	// SQLite's single writer for it.
+	return out, q.loadContent(ctx, out)
+}
+
+// loadContent fills headers and body of claimed deliveries in one query.
+func (q queries) loadContent(ctx context.Context, ds []store.Delivery) error {
+	args := make([]any, len(ds))
+	marks := make([]string, len(ds))
+	byID := make(map[string]*store.Delivery, len(ds))
+	for i := range ds {
+		args[i] = ds[i].ID
+		marks[i] = fmt.Sprintf("$%d", i+1)
+		byID[ds[i].ID] = &ds[i]
+	}
+	rows, err := q.ex.Query(ctx, `SELECT id, headers, body FROM deliveries WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	if err != nil {
+		return q.wrap("read claimed deliveries", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, headers string
+		var body []byte
+		if err := rows.Scan(&id, &headers, &body); err != nil {
+			return q.wrap("scan claimed delivery", err)
+		}
+		if d := byID[id]; d != nil {
+			d.Headers, d.Body = headers, body
+		}
+	}
+	return q.wrap("read claimed deliveries", rows.Err())
 }
 
 func (q queries) AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error) {
