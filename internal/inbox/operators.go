@@ -18,12 +18,6 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
-// List limits (DESIGN.md "Lists").
-const (
-	DefaultListLimit = httpapi.DefaultPageSize
-	MaxListLimit     = httpapi.MaxPageSize
-)
-
 // Statuses is every delivery status, the values the status filter accepts.
 var Statuses = []string{
 	store.DeliveryQueued, store.DeliveryProcessing, store.DeliverySucceeded, store.DeliveryIgnored,

@@ -67,7 +67,6 @@ type DeliveryQueries interface {
 	// AcquireEntityLease takes or steals (when expired) the lease on an
 	// entity for a delivery; false when another live lease holds it.
 	AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error)
-	ReleaseEntityLease(ctx context.Context, entityKey, owner string) error
 	// FinishDelivery records the outcome of a claimed delivery when owner
 	// still holds its lease, and releases the entity lease this delivery
 	// holds, in one transaction; ErrNotFound when the lease was lost.

@@ -321,7 +321,6 @@ type EventQueries interface {
 	AppendTaskEvent(ctx context.Context, e TaskEvent) (int64, error)
 	// ReadTaskEvents returns events with id > afterID, oldest first.
 	ReadTaskEvents(ctx context.Context, afterID int64, limit int) ([]TaskEvent, error)
-	GetTaskEvent(ctx context.Context, id int64) (TaskEvent, error)
 	GetOutboxCursor(ctx context.Context, consumer string) (int64, error)
 	SaveOutboxCursor(ctx context.Context, consumer string, lastEventID int64, at time.Time) error
 }

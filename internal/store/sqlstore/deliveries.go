@@ -247,13 +247,6 @@ func (q queries) AcquireEntityLease(ctx context.Context, entityKey, owner, deliv
 	return n == 1, q.wrap("acquire entity lease", err)
 }
 
-func (q queries) ReleaseEntityLease(ctx context.Context, entityKey, owner string) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	_, err := q.ex.Exec(ctx, `DELETE FROM entity_leases WHERE entity_key = $1 AND owner = $2`, entityKey, owner)
-	return q.wrap("release entity lease", err)
-}
-
 func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner string) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()

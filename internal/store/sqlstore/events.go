@@ -44,15 +44,6 @@ func (q queries) ReadTaskEvents(ctx context.Context, afterID int64, limit int) (
 	return out, q.wrap("read task events", rows.Err())
 }
 
-func (q queries) GetTaskEvent(ctx context.Context, id int64) (store.TaskEvent, error) {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	var e store.TaskEvent
-	err := q.ex.QueryRow(ctx, `SELECT `+eventColumns+` FROM task_events WHERE id = $1`, id).
-		Scan(&e.ID, &e.WorkspaceID, &e.TaskID, &e.Revision, &e.Type, &e.Payload, &e.CreatedAt)
-	return e, q.wrap("get task event", err)
-}
-
 func (q queries) GetOutboxCursor(ctx context.Context, consumer string) (int64, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()

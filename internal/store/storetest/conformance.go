@@ -359,11 +359,34 @@ func testEntityLeases(t *testing.T, s *sqlstore.Store) {
 	if !ok {
 		t.Fatal("expired lease not stolen")
 	}
-	must(t, s.ReleaseEntityLease(ctx, "e", "w2"))
-	ok, err = s.AcquireEntityLease(ctx, "e", "w1", d1, epoch, epoch.Add(time.Minute))
+	// Finishing a delivery releases the entity lease it holds.
+	res, err := s.InsertDeliveries(ctx, []store.Delivery{{ConnectionID: "gh", Provider: "github", Event: "issues",
+		DeliveryKey: "lease-1", Headers: `{}`, Body: []byte(`{}`), ReceivedAt: epoch}})
+	must(t, err)
+	claimed, err := s.ClaimDeliveries(ctx, "w3", epoch, time.Minute, 1)
+	must(t, err)
+	if len(claimed) != 1 || claimed[0].ID != res[0].ID {
+		t.Fatalf("claimed = %+v", claimed)
+	}
+	ok, err = s.AcquireEntityLease(ctx, "e2", "w3", res[0].ID, epoch, epoch.Add(time.Minute))
 	must(t, err)
 	if !ok {
-		t.Fatal("released lease refused")
+		t.Fatal("lease for the claimed delivery refused")
+	}
+	done := claimed[0]
+	done.Status, done.EntityKey = store.DeliverySucceeded, "e2"
+	must(t, s.FinishDelivery(ctx, done, "w3"))
+	ok, err = s.AcquireEntityLease(ctx, "e2", "w4", uuid.NewString(), epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("entity lease still held after its delivery finished")
+	}
+
+	// The holder may renew its own lease.
+	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch.Add(2*time.Minute), epoch.Add(4*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("holder's renewal refused")
 	}
 }
 
