@@ -1,16 +1,13 @@
 package inbox
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
 	"github.com/trackergateway/gateway/internal/failure"
@@ -166,30 +163,15 @@ func NewDeliveryDetailJSON(d store.Delivery) DeliveryDetailJSON {
 }
 
 // EncodeCursor returns the opaque cursor after delivery d (newest first).
-func EncodeCursor(d store.Delivery) string {
-	raw := strconv.FormatInt(d.ReceivedAt.UnixMicro(), 10) + ":" + d.ID
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
-}
+func EncodeCursor(d store.Delivery) string { return httpapi.EncodeCursor(d.ReceivedAt, d.ID) }
 
 // decodeCursor parses a cursor into the (received_at, id) to list before.
 func decodeCursor(c string) (time.Time, string, error) {
-	invalid := failure.New(failure.Invalid, "invalid cursor")
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return time.Time{}, "", invalid
-	}
-	micros, id, ok := strings.Cut(string(raw), ":")
+	t, id, ok := httpapi.DecodeCursor(c)
 	if !ok {
-		return time.Time{}, "", invalid
+		return time.Time{}, "", failure.New(failure.Invalid, "invalid cursor")
 	}
-	us, err := strconv.ParseInt(micros, 10, 64)
-	if err != nil {
-		return time.Time{}, "", invalid
-	}
-	if _, err := uuid.Parse(id); err != nil {
-		return time.Time{}, "", invalid
-	}
-	return time.UnixMicro(us).UTC(), id, nil
+	return t, id, nil
 }
 
 // list: GET /api/v1/deliveries?status=&connection=&limit=&cursor=

@@ -2,17 +2,13 @@ package tasks
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
 	"github.com/trackergateway/gateway/internal/failure"
@@ -275,21 +271,12 @@ func (a *API) contributions(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"contributions": out})
 }
 
-func encodeCursor(t time.Time, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixMicro(), 10) + ":" + id))
-}
-
 func decodeCursor(c string) (time.Time, string, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
+	t, id, ok := httpapi.DecodeCursor(c)
+	if !ok {
 		return time.Time{}, "", failure.New(failure.Invalid, "malformed cursor")
 	}
-	ts, id, ok := strings.Cut(string(raw), ":")
-	us, perr := strconv.ParseInt(ts, 10, 64)
-	if !ok || perr != nil || len(id) != 36 || uuid.Validate(id) != nil {
-		return time.Time{}, "", failure.New(failure.Invalid, "malformed cursor")
-	}
-	return time.UnixMicro(us).UTC(), id, nil
+	return t, id, nil
 }
 
 // workspaceFor authorizes the {id} workspace of a route; notFound is the
@@ -346,7 +333,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if len(ts) > limit {
 		ts = ts[:limit]
 		last := ts[limit-1]
-		resp["next_cursor"] = encodeCursor(last.CreatedAt, last.ID)
+		resp["next_cursor"] = httpapi.EncodeCursor(last.CreatedAt, last.ID)
 	}
 	items := make([]TaskJSON, 0, len(ts))
 	for _, t := range ts {

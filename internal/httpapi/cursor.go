@@ -1,0 +1,32 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// EncodeCursor is the opaque list cursor after a row ordered by (time, id):
+// base64url of "<unix micros>:<uuid>".
+func EncodeCursor(t time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixMicro(), 10) + ":" + id))
+}
+
+// DecodeCursor parses EncodeCursor's form; ok is false for anything else
+// (the caller answers 400 with its own message).
+func DecodeCursor(c string) (t time.Time, id string, ok bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	micros, id, found := strings.Cut(string(raw), ":")
+	us, perr := strconv.ParseInt(micros, 10, 64)
+	// Canonical UUIDs only: the id is compared with stored text.
+	if !found || perr != nil || len(id) != 36 || uuid.Validate(id) != nil {
+		return time.Time{}, "", false
+	}
+	return time.UnixMicro(us).UTC(), id, true
+}
