@@ -136,6 +136,12 @@ func Parse(raw []byte, lookup func(string) (string, bool)) (Config, error) {
 var slug = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 var prefix = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
 
+// ValidSlug reports whether s may be a workspace, step or connection ID.
+func ValidSlug(s string) bool { return slug.MatchString(s) }
+
+// ValidTaskPrefix reports whether s may prefix task identifiers.
+func ValidTaskPrefix(s string) bool { return prefix.MatchString(s) }
+
 func (c *Config) applyDefaults() {
 	for i := range c.Workspaces {
 		w := &c.Workspaces[i]

@@ -3,8 +3,8 @@ package tasks
 import (
 	"errors"
 	"net/http"
-	"regexp"
 
+	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
@@ -49,11 +49,6 @@ func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"workspaces": out})
 }
 
-var (
-	workspaceSlug   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	workspacePrefix = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
-)
-
 func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) {
 	if !principal(r).Admin {
 		a.fail(w, r, failure.New(failure.NotFound, "not found"))
@@ -64,11 +59,11 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if !workspaceSlug.MatchString(body.ID) {
+	if !config.ValidSlug(body.ID) {
 		a.fail(w, r, failure.New(failure.Invalid, "id must be a lower-case slug (a-z, 0-9, - and _)"))
 		return
 	}
-	if !workspacePrefix.MatchString(body.TaskPrefix) {
+	if !config.ValidTaskPrefix(body.TaskPrefix) {
 		a.fail(w, r, failure.New(failure.Invalid, "task_prefix must be 1-10 upper-case letters or digits"))
 		return
 	}
@@ -76,12 +71,14 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		body.Name = body.ID
 	}
 	if len(body.Steps) == 0 {
-		body.Steps = []StepJSON{{ID: "backlog", Name: "Backlog"}, {ID: "doing", Name: "In progress"}, {ID: "done", Name: "Done"}}
+		for _, st := range config.DefaultSteps() {
+			body.Steps = append(body.Steps, StepJSON{ID: st.ID, Name: st.Name})
+		}
 	}
 	ws := store.Workspace{ID: body.ID, Name: body.Name, TaskPrefix: body.TaskPrefix, CreatedAt: a.now().UTC()}
 	seen := map[string]bool{}
 	for _, s := range body.Steps {
-		if !workspaceSlug.MatchString(s.ID) || seen[s.ID] {
+		if !config.ValidSlug(s.ID) || seen[s.ID] {
 			a.fail(w, r, failure.New(failure.Invalid, "step id %q must be a unique lower-case slug", s.ID))
 			return
 		}
