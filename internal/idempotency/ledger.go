@@ -115,13 +115,9 @@ func (c *Coordinator) executeStep(ctx context.Context, opID, kind, key string, f
 
 	var foreign *store.Association
 	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
-		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		op, s, err := c.lockClaimedStep(ctx, tx, opID, kind, key, claimGen, f)
 		if err != nil {
 			return err
-		}
-		s, _ := findCreationStep(steps, kind, key)
-		if s.State != store.StepRunning || s.ClaimGeneration != claimGen {
-			return fmt.Errorf("%w: step claim lost", ErrCreationStateConflict)
 		}
 		want, err := associationFor(op, s)
 		if err != nil {
@@ -156,13 +152,9 @@ func (c *Coordinator) executeStep(ctx context.Context, opID, kind, key string, f
 	}
 
 	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
-		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		op, s, err := c.lockClaimedStep(ctx, tx, opID, kind, key, claimGen, f)
 		if err != nil {
 			return err
-		}
-		s, _ := findCreationStep(steps, kind, key)
-		if s.State != store.StepRunning || s.ClaimGeneration != claimGen {
-			return fmt.Errorf("%w: step claim lost", ErrCreationStateConflict)
 		}
 		return c.succeedFromAuthority(ctx, tx, op, s)
 	})
@@ -196,15 +188,25 @@ func (c *Coordinator) succeedFromAuthority(ctx context.Context, tx store.Queries
 	return tx.UpdateCreationStep(ctx, s)
 }
 
+// lockClaimedStep locks and verifies the operation and returns the step,
+// which must still be running under this executor's claim generation.
+func (c *Coordinator) lockClaimedStep(ctx context.Context, tx store.Queries, opID, kind, key string, claimGen int64, f fence) (store.Operation, store.CreationStep, error) {
+	op, steps, err := c.lockFenced(ctx, tx, opID, f)
+	if err != nil {
+		return op, store.CreationStep{}, err
+	}
+	s, _ := findCreationStep(steps, kind, key)
+	if s.State != store.StepRunning || s.ClaimGeneration != claimGen {
+		return op, s, fmt.Errorf("%w: step claim lost", ErrCreationStateConflict)
+	}
+	return op, s, nil
+}
+
 func (c *Coordinator) failStep(ctx context.Context, opID, kind, key string, claimGen int64, f fence, reason string) error {
 	return c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
-		_, steps, err := c.lockFenced(ctx, tx, opID, f)
+		_, s, err := c.lockClaimedStep(ctx, tx, opID, kind, key, claimGen, f)
 		if err != nil {
 			return err
-		}
-		s, _ := findCreationStep(steps, kind, key)
-		if s.State != store.StepRunning || s.ClaimGeneration != claimGen {
-			return fmt.Errorf("%w: step claim lost", ErrCreationStateConflict)
 		}
 		now := c.now()
 		evidence, err := evidenceFor(s, "absent_proven", observeAssociation(nil), now)
