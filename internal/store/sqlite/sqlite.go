@@ -230,7 +230,12 @@ func (d *Driver) execWriter(ctx context.Context, q string, args ...any) (int64, 
 }
 
 func (d *Driver) queryWriter(ctx context.Context, q string, args ...any) (*rows, error) {
-	st, err := d.writerStmt(ctx, q)
+	return queryStmt(ctx, d.writerStmt, q, args)
+}
+
+// queryStmt runs q through the statement cache prepare picks.
+func queryStmt(ctx context.Context, prepare func(context.Context, string) (*sql.Stmt, error), q string, args []any) (*rows, error) {
+	st, err := prepare(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -243,15 +248,11 @@ func (d *Driver) queryWriter(ctx context.Context, q string, args ...any) (*rows,
 
 func (d *Driver) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
 	if isRead(q) {
-		st, err := d.readerStmt(ctx, q)
+		r, err := queryStmt(ctx, d.readerStmt, q, args)
 		if err != nil {
-			return nil, err
+			return nil, err // not a typed nil in the interface
 		}
-		r, err := st.QueryContext(ctx, convertArgs(args)...)
-		if err != nil {
-			return nil, err
-		}
-		return &rows{r: r}, nil
+		return r, nil
 	}
 	if err := d.beginWrite(ctx); err != nil {
 		return nil, err
