@@ -4,11 +4,14 @@
 package adaptertest
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trackergateway/gateway/connectors"
 )
@@ -60,5 +63,196 @@ func CheckParsed(t *testing.T, provider, host, event string, e connectors.Event,
 	isContribution := e.Kind == connectors.KindPullRequest || e.Kind == connectors.KindMergeRequest
 	if isContribution != (e.Contribution != nil) {
 		t.Fatalf("Parse(%q): Kind %q with Contribution %v", event, e.Kind, e.Contribution)
+	}
+}
+
+// Fixture reads dir/name.
+func Fixture(t testing.TB, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// CheckFixturesCovered fails for every *.json in dir that names does not
+// list: a new fixture must come with its expected event.
+func CheckFixturesCovered(t *testing.T, dir string, names []string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no fixtures in %s", dir)
+	}
+	for _, f := range files {
+		if name := filepath.Base(f); !slices.Contains(names, name) {
+			t.Errorf("fixture %s has no case in fixtureCases", name)
+		}
+	}
+}
+
+// MustTime parses RFC 3339; "" is the zero time.
+func MustTime(t testing.TB, s string) time.Time {
+	t.Helper()
+	if s == "" {
+		return time.Time{}
+	}
+	tm, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
+// Mutate decodes body, lets edit change it, and encodes it again.
+func Mutate(t testing.TB, body []byte, edit func(m map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Obj returns m[key] as an object.
+func Obj(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }
+
+// Want is the event a fixture must parse to.
+type Want struct {
+	Provider     string
+	EventName    string
+	Action       connectors.Action
+	Kind         string
+	ExternalID   string
+	PreviousID   string
+	EntityKey    string
+	Repository   string
+	Title        string
+	Labels       []string
+	Closed       bool
+	UpdatedAt    time.Time
+	Source       connectors.Source
+	Contribution *connectors.Contribution
+}
+
+// CheckEvent compares every field of got with want; UpdatedAt must also be
+// set on every event the gateway acts on.
+func CheckEvent(t *testing.T, got connectors.Event, want Want) {
+	t.Helper()
+	if got.Provider != want.Provider {
+		t.Errorf("Provider = %v, want %v", got.Provider, want.Provider)
+	}
+	if got.EventName != want.EventName {
+		t.Errorf("EventName = %v, want %v", got.EventName, want.EventName)
+	}
+	if got.Action != want.Action {
+		t.Errorf("Action = %v, want %v", got.Action, want.Action)
+	}
+	if got.Kind != want.Kind {
+		t.Errorf("Kind = %v, want %v", got.Kind, want.Kind)
+	}
+	if got.ExternalID != want.ExternalID {
+		t.Errorf("ExternalID = %v, want %v", got.ExternalID, want.ExternalID)
+	}
+	if got.PreviousExternalID != want.PreviousID {
+		t.Errorf("PreviousExternalID = %v, want %v", got.PreviousExternalID, want.PreviousID)
+	}
+	if got.EntityKey != want.EntityKey {
+		t.Errorf("EntityKey = %v, want %v", got.EntityKey, want.EntityKey)
+	}
+	if got.Repository != want.Repository {
+		t.Errorf("Repository = %v, want %v", got.Repository, want.Repository)
+	}
+	if got.Title != want.Title {
+		t.Errorf("Title = %v, want %v", got.Title, want.Title)
+	}
+	if !slices.Equal(got.Labels, want.Labels) {
+		t.Errorf("Labels = %v, want %v", got.Labels, want.Labels)
+	}
+	if got.Closed != want.Closed {
+		t.Errorf("Closed = %v, want %v", got.Closed, want.Closed)
+	}
+	if !got.UpdatedAt.Equal(want.UpdatedAt) {
+		t.Errorf("UpdatedAt = %v, want %v", got.UpdatedAt, want.UpdatedAt)
+	}
+	if want.Action != connectors.ActionIgnore && got.UpdatedAt.IsZero() {
+		t.Errorf("UpdatedAt is zero")
+	}
+	if got.Source != want.Source {
+		t.Errorf("Source = %+v, want %+v", got.Source, want.Source)
+	}
+	CheckContribution(t, got.Contribution, want.Contribution)
+}
+
+// CheckContribution compares every field of a parsed PR/MR.
+func CheckContribution(t *testing.T, got, want *connectors.Contribution) {
+	t.Helper()
+	if want == nil {
+		if got != nil {
+			t.Errorf("Contribution = %+v, want nil", got)
+		}
+		return
+	}
+	if got == nil {
+		t.Fatalf("Contribution = nil, want %+v", want)
+	}
+	if got.Kind != want.Kind {
+		t.Errorf("Contribution.Kind = %v, want %v", got.Kind, want.Kind)
+	}
+	if got.ID != want.ID {
+		t.Errorf("Contribution.ID = %v, want %v", got.ID, want.ID)
+	}
+	if got.Number != want.Number {
+		t.Errorf("Contribution.Number = %v, want %v", got.Number, want.Number)
+	}
+	if got.Repository != want.Repository {
+		t.Errorf("Contribution.Repository = %v, want %v", got.Repository, want.Repository)
+	}
+	if got.URL != want.URL {
+		t.Errorf("Contribution.URL = %v, want %v", got.URL, want.URL)
+	}
+	if got.Title != want.Title {
+		t.Errorf("Contribution.Title = %v, want %v", got.Title, want.Title)
+	}
+	if got.Body != want.Body {
+		t.Errorf("Contribution.Body = %q, want %q", got.Body, want.Body)
+	}
+	if got.State != want.State {
+		t.Errorf("Contribution.State = %v, want %v", got.State, want.State)
+	}
+	if got.Draft != want.Draft {
+		t.Errorf("Contribution.Draft = %v, want %v", got.Draft, want.Draft)
+	}
+	if got.Merged != want.Merged {
+		t.Errorf("Contribution.Merged = %v, want %v", got.Merged, want.Merged)
+	}
+	if !got.MergedAt.Equal(want.MergedAt) {
+		t.Errorf("Contribution.MergedAt = %v, want %v", got.MergedAt, want.MergedAt)
+	}
+	if got.HeadBranch != want.HeadBranch {
+		t.Errorf("Contribution.HeadBranch = %v, want %v", got.HeadBranch, want.HeadBranch)
+	}
+	if got.BaseBranch != want.BaseBranch {
+		t.Errorf("Contribution.BaseBranch = %v, want %v", got.BaseBranch, want.BaseBranch)
+	}
+	if got.HeadSHA != want.HeadSHA {
+		t.Errorf("Contribution.HeadSHA = %v, want %v", got.HeadSHA, want.HeadSHA)
+	}
+	if got.Author != want.Author {
+		t.Errorf("Contribution.Author = %v, want %v", got.Author, want.Author)
+	}
+	if !got.UpdatedAt.Equal(want.UpdatedAt) || got.UpdatedAt.IsZero() {
+		t.Errorf("Contribution.UpdatedAt = %v, want %v", got.UpdatedAt, want.UpdatedAt)
+	}
+	if !slices.Equal(got.References, want.References) {
+		t.Errorf("Contribution.References = %v, want %v", got.References, want.References)
 	}
 }

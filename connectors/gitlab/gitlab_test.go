@@ -1,10 +1,8 @@
 package gitlab
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/adaptertest"
 )
 
 const host = "gitlab.example.com"
@@ -20,11 +19,7 @@ var fixtureDir = filepath.Join("..", "..", "fixtures", "gitlab")
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtureDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return adaptertest.Fixture(t, fixtureDir, name)
 }
 
 // eventFor is the X-Gitlab-Event of a fixture.
@@ -43,17 +38,7 @@ func headerFor(event string) http.Header {
 	return h
 }
 
-func mustTime(t testing.TB, s string) time.Time {
-	t.Helper()
-	if s == "" {
-		return time.Time{}
-	}
-	tm, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tm
-}
+func mustTime(t testing.TB, s string) time.Time { return adaptertest.MustTime(t, s) }
 
 const (
 	issueID    = "gitlab:gitlab.example.com:issue:301"
@@ -136,19 +121,11 @@ var fixtureCases = []fixtureCase{
 
 func TestFixturesAllCovered(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob(filepath.Join(fixtureDir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
+	var names []string
+	for _, c := range fixtureCases {
+		names = append(names, c.file)
 	}
-	if len(files) == 0 {
-		t.Fatalf("no fixtures in %s", fixtureDir)
-	}
-	for _, f := range files {
-		name := filepath.Base(f)
-		if !slices.ContainsFunc(fixtureCases, func(c fixtureCase) bool { return c.file == name }) {
-			t.Errorf("fixture %s has no case in fixtureCases", name)
-		}
-	}
+	adaptertest.CheckFixturesCovered(t, fixtureDir, names)
 }
 
 func TestParseFixtures(t *testing.T) {
@@ -167,126 +144,16 @@ func TestParseFixtures(t *testing.T) {
 
 func checkEvent(t *testing.T, got connectors.Event, want fixtureCase) {
 	t.Helper()
-	if got.Provider != connectors.ProviderGitLab {
-		t.Errorf("Provider = %v, want %v", got.Provider, connectors.ProviderGitLab)
-	}
-	if got.EventName != want.eventName {
-		t.Errorf("EventName = %v, want %v", got.EventName, want.eventName)
-	}
-	if got.Action != want.action {
-		t.Errorf("Action = %v, want %v", got.Action, want.action)
-	}
-	if got.Kind != want.kind {
-		t.Errorf("Kind = %v, want %v", got.Kind, want.kind)
-	}
-	if got.ExternalID != want.externalID {
-		t.Errorf("ExternalID = %v, want %v", got.ExternalID, want.externalID)
-	}
-	if got.PreviousExternalID != want.previousID {
-		t.Errorf("PreviousExternalID = %v, want %v", got.PreviousExternalID, want.previousID)
-	}
-	if got.EntityKey != want.entityKey {
-		t.Errorf("EntityKey = %v, want %v", got.EntityKey, want.entityKey)
-	}
-	if got.Repository != project {
-		t.Errorf("Repository = %v, want %v", got.Repository, project)
-	}
-	if got.Title != want.title {
-		t.Errorf("Title = %v, want %v", got.Title, want.title)
-	}
-	if !slices.Equal(got.Labels, want.labels) {
-		t.Errorf("Labels = %v, want %v", got.Labels, want.labels)
-	}
-	if got.Closed != want.closed {
-		t.Errorf("Closed = %v, want %v", got.Closed, want.closed)
-	}
-	if w := mustTime(t, want.updatedAt); !got.UpdatedAt.Equal(w) || got.UpdatedAt.IsZero() {
-		t.Errorf("UpdatedAt = %v, want %v", got.UpdatedAt, w)
-	}
-	wantSource := connectors.Source{Provider: connectors.ProviderGitLab, Kind: want.kind, Ref: want.ref, URL: want.url}
-	if got.Source != wantSource {
-		t.Errorf("Source = %+v, want %+v", got.Source, wantSource)
-	}
-	checkContribution(t, got.Contribution, want.contribution)
+	adaptertest.CheckEvent(t, got, adaptertest.Want{Provider: connectors.ProviderGitLab, EventName: want.eventName,
+		Action: want.action, Kind: want.kind, ExternalID: want.externalID, PreviousID: want.previousID,
+		EntityKey: want.entityKey, Repository: project, Title: want.title, Labels: want.labels,
+		Closed: want.closed, UpdatedAt: mustTime(t, want.updatedAt),
+		Source:       connectors.Source{Provider: connectors.ProviderGitLab, Kind: want.kind, Ref: want.ref, URL: want.url},
+		Contribution: want.contribution})
 }
 
-func checkContribution(t *testing.T, got, want *connectors.Contribution) {
-	t.Helper()
-	if want == nil {
-		if got != nil {
-			t.Errorf("Contribution = %+v, want nil", got)
-		}
-		return
-	}
-	if got == nil {
-		t.Fatalf("Contribution = nil, want %+v", want)
-	}
-	if got.Kind != want.Kind {
-		t.Errorf("Contribution.Kind = %v, want %v", got.Kind, want.Kind)
-	}
-	if got.ID != want.ID {
-		t.Errorf("Contribution.ID = %v, want %v", got.ID, want.ID)
-	}
-	if got.Number != want.Number {
-		t.Errorf("Contribution.Number = %v, want %v", got.Number, want.Number)
-	}
-	if got.Repository != want.Repository {
-		t.Errorf("Contribution.Repository = %v, want %v", got.Repository, want.Repository)
-	}
-	if got.URL != want.URL {
-		t.Errorf("Contribution.URL = %v, want %v", got.URL, want.URL)
-	}
-	if got.Title != want.Title {
-		t.Errorf("Contribution.Title = %v, want %v", got.Title, want.Title)
-	}
-	if got.Body != want.Body {
-		t.Errorf("Contribution.Body = %q, want %q", got.Body, want.Body)
-	}
-	if got.State != want.State {
-		t.Errorf("Contribution.State = %v, want %v", got.State, want.State)
-	}
-	if got.Draft != want.Draft {
-		t.Errorf("Contribution.Draft = %v, want %v", got.Draft, want.Draft)
-	}
-	if got.Merged != want.Merged {
-		t.Errorf("Contribution.Merged = %v, want %v", got.Merged, want.Merged)
-	}
-	if !got.MergedAt.Equal(want.MergedAt) {
-		t.Errorf("Contribution.MergedAt = %v, want %v", got.MergedAt, want.MergedAt)
-	}
-	if got.HeadBranch != want.HeadBranch {
-		t.Errorf("Contribution.HeadBranch = %v, want %v", got.HeadBranch, want.HeadBranch)
-	}
-	if got.BaseBranch != want.BaseBranch {
-		t.Errorf("Contribution.BaseBranch = %v, want %v", got.BaseBranch, want.BaseBranch)
-	}
-	if got.HeadSHA != want.HeadSHA {
-		t.Errorf("Contribution.HeadSHA = %v, want %v", got.HeadSHA, want.HeadSHA)
-	}
-	if got.Author != want.Author {
-		t.Errorf("Contribution.Author = %v, want %v", got.Author, want.Author)
-	}
-	if !got.UpdatedAt.Equal(want.UpdatedAt) || got.UpdatedAt.IsZero() {
-		t.Errorf("Contribution.UpdatedAt = %v, want %v", got.UpdatedAt, want.UpdatedAt)
-	}
-	if !slices.Equal(got.References, want.References) {
-		t.Errorf("Contribution.References = %v, want %v", got.References, want.References)
-	}
-}
-
-// mutate decodes body, lets edit change it, and encodes it again.
 func mutate(t testing.TB, body []byte, edit func(m map[string]any)) []byte {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatal(err)
-	}
-	edit(m)
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return adaptertest.Mutate(t, body, edit)
 }
 
 func attrs(m map[string]any) map[string]any {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	jira "github.com/andygrunwald/go-jira"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/adaptertest"
 )
 
 const site = "some-instance-test.atlassian.net"
@@ -21,11 +21,7 @@ var fixtureDir = filepath.Join("..", "..", "fixtures", "jira")
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtureDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return adaptertest.Fixture(t, fixtureDir, name)
 }
 
 const (
@@ -72,19 +68,11 @@ var fixtureCases = []fixtureCase{
 
 func TestFixturesAllCovered(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob(filepath.Join(fixtureDir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
+	var names []string
+	for _, c := range fixtureCases {
+		names = append(names, c.file)
 	}
-	if len(files) == 0 {
-		t.Fatalf("no fixtures in %s", fixtureDir)
-	}
-	for _, f := range files {
-		name := filepath.Base(f)
-		if !slices.ContainsFunc(fixtureCases, func(c fixtureCase) bool { return c.file == name }) {
-			t.Errorf("fixture %s has no case in fixtureCases", name)
-		}
-	}
+	adaptertest.CheckFixturesCovered(t, fixtureDir, names)
 }
 
 func TestParseFixtures(t *testing.T) {
@@ -117,72 +105,21 @@ func TestParseFixtures(t *testing.T) {
 
 func checkEvent(t *testing.T, got connectors.Event, want fixtureCase) {
 	t.Helper()
-	if got.Provider != connectors.ProviderJira {
-		t.Errorf("Provider = %v, want %v", got.Provider, connectors.ProviderJira)
-	}
-	if got.EventName != want.eventName {
-		t.Errorf("EventName = %v, want %v", got.EventName, want.eventName)
-	}
-	if got.Action != want.action {
-		t.Errorf("Action = %v, want %v", got.Action, want.action)
-	}
-	if got.Kind != connectors.KindIssue {
-		t.Errorf("Kind = %v, want %v", got.Kind, connectors.KindIssue)
-	}
-	if got.ExternalID != want.externalID {
-		t.Errorf("ExternalID = %v, want %v", got.ExternalID, want.externalID)
-	}
-	if got.PreviousExternalID != "" {
-		t.Errorf("PreviousExternalID = %v, want none", got.PreviousExternalID)
-	}
-	if got.EntityKey != want.externalID {
-		t.Errorf("EntityKey = %v, want %v", got.EntityKey, want.externalID)
-	}
-	if got.Repository != want.repository {
-		t.Errorf("Repository = %v, want %v", got.Repository, want.repository)
-	}
-	if got.Title != want.title {
-		t.Errorf("Title = %v, want %v", got.Title, want.title)
-	}
+	adaptertest.CheckEvent(t, got, adaptertest.Want{Provider: connectors.ProviderJira, EventName: want.eventName,
+		Action: want.action, Kind: connectors.KindIssue, ExternalID: want.externalID, EntityKey: want.externalID,
+		Repository: want.repository, Title: want.title, Labels: want.labels, Closed: want.closed,
+		UpdatedAt: time.UnixMilli(want.timestamp),
+		Source:    connectors.Source{Provider: connectors.ProviderJira, Kind: connectors.KindIssue, Ref: want.ref, URL: want.url}})
 	if got.Description != want.description {
 		t.Errorf("Description = %q, want %q", got.Description, want.description)
 	}
-	if !slices.Equal(got.Labels, want.labels) {
-		t.Errorf("Labels = %v, want %v", got.Labels, want.labels)
-	}
-	if got.Closed != want.closed {
-		t.Errorf("Closed = %v, want %v", got.Closed, want.closed)
-	}
-	if w := time.UnixMilli(want.timestamp); !got.UpdatedAt.Equal(w) || got.UpdatedAt.IsZero() {
-		t.Errorf("UpdatedAt = %v, want %v", got.UpdatedAt, w)
-	}
-	wantSource := connectors.Source{Provider: connectors.ProviderJira, Kind: connectors.KindIssue, Ref: want.ref, URL: want.url}
-	if got.Source != wantSource {
-		t.Errorf("Source = %+v, want %+v", got.Source, wantSource)
-	}
-	if got.Contribution != nil {
-		t.Errorf("Contribution = %+v, want nil", got.Contribution)
-	}
 }
 
-// mutate decodes body, lets edit change it, and encodes it again.
 func mutate(t testing.TB, body []byte, edit func(m map[string]any)) []byte {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatal(err)
-	}
-	edit(m)
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return adaptertest.Mutate(t, body, edit)
 }
 
-func obj(m map[string]any, key string) map[string]any {
-	return m[key].(map[string]any)
-}
+func obj(m map[string]any, key string) map[string]any { return adaptertest.Obj(m, key) }
 
 func fields(m map[string]any) map[string]any {
 	return obj(obj(m, "issue"), "fields")
