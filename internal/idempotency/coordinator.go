@@ -423,6 +423,14 @@ func buildPlan(opID string, task store.Task, tokenHash string, req CreateRequest
 			OwnershipMarker: OwnershipMarker(opID, StepRemoteContributionAssociate, key, tokenHash),
 			Compensation:    store.CompensationNone, Disposition: "none", CreatedAt: now, UpdatedAt: now})
 	}
+	// Every planned kind must have an executor here (Begin refuses the rest).
+	kinds := make([]string, 0, len(plan.Steps))
+	for _, ps := range plan.Steps {
+		kinds = append(kinds, ps.Kind)
+	}
+	if err := PlanStepKinds(kinds); err != nil {
+		return CreationPlan{}, nil, err
+	}
 	sortPlan(&plan)
 	return plan, steps, nil
 }
