@@ -19,13 +19,19 @@ const (
 // Delivery is an inbox row: the raw webhook as received, and its processing
 // state.
 type Delivery struct {
-	ID                string
-	ConnectionID      string
-	Provider          string
-	Event             string
-	DeliveryKey       string
-	Headers           string // JSON object, secrets removed
+	ID           string
+	ConnectionID string
+	Provider     string
+	Event        string
+	DeliveryKey  string
+	Headers      string // JSON object, secrets removed
+	// Body is in the form BodyEncoding names; empty BodyEncoding means as
+	// received. Reads always return it as received, with BodyEncoding
+	// empty. InsertDeliveries encodes a raw body itself
+	// (EncodeDeliveryBody) and stores an encoded one as it is, so a caller
+	// may do that work off the group commit's path (the receiver does).
 	Body              []byte
+	BodyEncoding      string
 	Status            string
 	Attempts          int
 	LastError         string

@@ -39,9 +39,9 @@ type deliveryKey struct{ connection, key string }
 
 func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, out []store.InsertedDelivery) error {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO deliveries (id, connection_id, provider, event, delivery_key, headers, body,
+	b.WriteString(`INSERT INTO deliveries (id, connection_id, provider, event, delivery_key, headers, body, body_encoding,
 		status, attempts, next_attempt_at, received_at) VALUES `)
-	args := make([]any, 0, len(ds)*8)
+	args := make([]any, 0, len(ds)*9)
 	ids := make([]string, len(ds))
 	for i, d := range ds {
 		ids[i] = d.ID
@@ -51,9 +51,13 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 		if i > 0 {
 			b.WriteString(", ")
 		}
+		body, encoding := d.Body, d.BodyEncoding
+		if encoding == "" {
+			body, encoding = store.EncodeDeliveryBody(body)
+		}
 		n := len(args)
-		fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+8)
-		args = append(args, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.Headers, d.Body, d.ReceivedAt)
+		fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+9)
+		args = append(args, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.Headers, body, encoding, d.ReceivedAt)
 	}
 	b.WriteString(` ON CONFLICT (connection_id, delivery_key) DO NOTHING RETURNING id, connection_id, delivery_key`)
 	rows, err := q.ex.Query(ctx, b.String(), args...)
@@ -95,19 +99,33 @@ const deliverySummaryColumns = `id, connection_id, provider, event, delivery_key
 	next_attempt_at, lease_owner, lease_expires_at, entity_key, received_at, processed_at,
 	outcome_task_id, outcome_external_id, outcome_action, outcome_result`
 
+// deliveryContentColumns follow deliverySummaryColumns when a read needs the
+// raw delivery; scanDelivery decodes the body.
+const deliveryContentColumns = `headers, body, body_encoding`
+
 func scanDelivery(r Row, withContent bool) (store.Delivery, error) {
 	var d store.Delivery
 	var lastErr, owner, entity, taskID, extID, action, result sql.NullString
+	var encoding string
 	dest := []any{&d.ID, &d.ConnectionID, &d.Provider, &d.Event, &d.DeliveryKey, &d.Status, &d.Attempts, &lastErr,
 		&d.NextAttemptAt, &owner, &d.LeaseExpiresAt, &entity, &d.ReceivedAt, &d.ProcessedAt,
 		&taskID, &extID, &action, &result}
 	if withContent {
-		dest = append(dest, &d.Headers, &d.Body)
+		dest = append(dest, &d.Headers, &d.Body, &encoding)
 	}
-	err := r.Scan(dest...)
+	if err := r.Scan(dest...); err != nil {
+		return d, err
+	}
 	d.LastError, d.LeaseOwner, d.EntityKey = lastErr.String, owner.String, entity.String
 	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = taskID.String, extID.String, action.String, result.String
-	return d, err
+	if withContent {
+		body, err := store.DecodeDeliveryBody(d.Body, encoding)
+		if err != nil {
+			return d, err
+		}
+		d.Body = body
+	}
+	return d, nil
 }
 
 func (q queries) GetDelivery(ctx context.Context, id string) (store.Delivery, error) {
@@ -116,7 +134,7 @@ func (q queries) GetDelivery(ctx context.Context, id string) (store.Delivery, er
 	if _, err := uuid.Parse(id); err != nil {
 		return store.Delivery{}, fmt.Errorf("get delivery: %w", store.ErrNotFound)
 	}
-	d, err := scanDelivery(q.ex.QueryRow(ctx, `SELECT `+deliverySummaryColumns+`, headers, body FROM deliveries WHERE id = $1`, id), true)
+	d, err := scanDelivery(q.ex.QueryRow(ctx, `SELECT `+deliverySummaryColumns+`, `+deliveryContentColumns+` FROM deliveries WHERE id = $1`, id), true)
 	return d, q.wrap("get delivery", err)
 }
 
@@ -219,16 +237,19 @@ func (q queries) loadContent(ctx context.Context, ds []store.Delivery) error {
 		marks[i] = fmt.Sprintf("$%d", i+1)
 		byID[ds[i].ID] = &ds[i]
 	}
-	rows, err := q.ex.Query(ctx, `SELECT id, headers, body FROM deliveries WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	rows, err := q.ex.Query(ctx, `SELECT id, `+deliveryContentColumns+` FROM deliveries WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
 	if err != nil {
 		return q.wrap("read claimed deliveries", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, headers string
+		var id, headers, encoding string
 		var body []byte
-		if err := rows.Scan(&id, &headers, &body); err != nil {
+		if err := rows.Scan(&id, &headers, &body, &encoding); err != nil {
 			return q.wrap("scan claimed delivery", err)
+		}
+		if body, err = store.DecodeDeliveryBody(body, encoding); err != nil {
+			return fmt.Errorf("read claimed delivery %s: %w", id, err)
 		}
 		if d := byID[id]; d != nil {
 			d.Headers, d.Body = headers, body

@@ -1,8 +1,12 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +32,7 @@ func Conformance(t *testing.T, dialect string) {
 		{"outbox appends in order", testOutbox},
 		{"associations are unique per contribution", testAssociations},
 		{"inbox dedupes and claims", testInbox},
+		{"delivery bodies are stored encoded and read as received", testDeliveryBodies},
 		{"entity leases exclude", testEntityLeases},
 		{"suppressions and aliases", testSuppressionsAliases},
 		{"projection ignores stale payloads", testProjectionStale},
@@ -288,6 +293,71 @@ func testAssociations(t *testing.T, s *sqlstore.Store) {
 	must(t, err)
 	if n != 1 {
 		t.Errorf("owned delete = %d, want 1", n)
+	}
+}
+
+func testDeliveryBodies(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	webhook := []byte(`{"action":"opened","issue":{"title":"` + strings.Repeat("a long and repetitive title ", 80) + `"}}`)
+	noise := make([]byte, 4096)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(noise) // never fails
+	preEncoded, encoding := store.EncodeDeliveryBody(webhook)
+	if encoding != store.BodyS2 {
+		t.Fatalf("webhook body encoding = %q, want %q", encoding, store.BodyS2)
+	}
+	tests := []struct {
+		name         string
+		body         []byte
+		bodyEncoding string // as given to InsertDeliveries
+		wantStored   string // body_encoding of the row
+	}{
+		{"compressible body is compressed", webhook, "", store.BodyS2},
+		{"pre-encoded body is stored as it is", preEncoded, store.BodyS2, store.BodyS2},
+		{"small body is stored as received", []byte(`{"zen":"Keep it logically awesome."}`), "", store.BodyIdentity},
+		{"incompressible body is stored as received", noise, "", store.BodyIdentity},
+		{"empty body", []byte{}, "", store.BodyIdentity},
+	}
+	for i, tc := range tests {
+		d := store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues", DeliveryKey: "body-" + itoa(i),
+			Headers: `{}`, Body: tc.body, BodyEncoding: tc.bodyEncoding, ReceivedAt: epoch}
+		res, err := s.InsertDeliveries(ctx, []store.Delivery{d})
+		must(t, err)
+		var stored string
+		var storedBody []byte
+		must(t, s.Driver().QueryRow(ctx, `SELECT body_encoding, body FROM deliveries WHERE id = $1`, res[0].ID).Scan(&stored, &storedBody))
+		if stored != tc.wantStored {
+			t.Errorf("%s: stored encoding = %q, want %q", tc.name, stored, tc.wantStored)
+		}
+		want := tc.body
+		if tc.bodyEncoding != "" {
+			want = webhook
+		}
+		if stored == store.BodyS2 && len(storedBody) >= len(want) {
+			t.Errorf("%s: stored %d bytes for a %d-byte body", tc.name, len(storedBody), len(want))
+		}
+		got, err := s.GetDelivery(ctx, res[0].ID)
+		must(t, err)
+		if !bytes.Equal(got.Body, want) || got.BodyEncoding != "" {
+			t.Errorf("%s: read back %d bytes (encoding %q), want the %d bytes received", tc.name, len(got.Body), got.BodyEncoding, len(want))
+		}
+	}
+	claimed, err := s.ClaimDeliveries(ctx, "w1", epoch, time.Minute, len(tests))
+	must(t, err)
+	if len(claimed) != len(tests) {
+		t.Fatalf("claimed %d deliveries, want %d", len(claimed), len(tests))
+	}
+	for _, d := range claimed {
+		var i int
+		if _, err := fmt.Sscanf(d.DeliveryKey, "body-%d", &i); err != nil {
+			t.Fatalf("delivery key %q: %v", d.DeliveryKey, err)
+		}
+		want := tests[i].body
+		if tests[i].bodyEncoding != "" {
+			want = webhook
+		}
+		if !bytes.Equal(d.Body, want) {
+			t.Errorf("%s: claimed body is %d bytes, want the %d bytes received", tests[i].name, len(d.Body), len(want))
+		}
 	}
 }
 
