@@ -46,7 +46,13 @@ func main() {
 	senders := flag.Int("senders", 64, "concurrent senders for the throughput phase")
 	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
+	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s)")
+	rounds := flag.Int("rounds", 1, "run the phases this many times, in turn, and report each round and the medians (the VM's speed drifts between runs)")
 	flag.Parse()
+	phases := map[string]bool{}
+	for _, p := range strings.Split(*phaseList, ",") {
+		phases[strings.TrimSpace(p)] = true
+	}
 	if *dbURL == "" {
 		fmt.Fprintln(os.Stderr, "ingestbench: --database-url is required")
 		os.Exit(2)
@@ -58,26 +64,98 @@ func main() {
 	}
 	fmt.Printf("payload: %d bytes, signed (X-Hub-Signature-256); senders: %d; phase: %s\n", len(tmpl.raw), *senders, *duration)
 	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra)}
-	ceiling := b.run("ceiling (verify, no store)", true, func(g *gateway) {
-		g.acks = throughput(g.url, tmpl, *senders, *duration, &b.seq)
-	})
-	durable := b.run("durable ingest", false, func(g *gateway) {
-		g.acks = throughput(g.url, tmpl, *senders, *duration, &b.seq)
-	})
-	fmt.Printf("\nthroughput: durable %.0f acks/s, ceiling %.0f acks/s, ratio %.0f%%\n", durable.acks, ceiling.acks, 100*durable.acks/ceiling.acks)
-	fmt.Printf("peak RSS: durable %d MB, ceiling %d MB\n", durable.rssMB, ceiling.rssMB)
+	var results []round
+	for i := range max(*rounds, 1) {
+		fmt.Printf("\n== round %d\n", i+1)
+		results = append(results, b.round(phases, *senders, *duration))
+	}
+	if len(results) > 1 {
+		summarize(results)
+	}
+}
 
-	lat := b.run("ack latency at 1000/s", false, func(g *gateway) {
-		g.ackLatency = fixedRate(g.url, tmpl, 1000, *duration, &b.seq)
-	})
-	fmt.Printf("ack latency at 1000/s: p50 %s p99 %s (%d sent, %d non-202)\n", lat.ackLatency.p(50), lat.ackLatency.p(99), lat.ackLatency.n, lat.ackLatency.errors)
+// round is one pass over the selected phases; zero values were not measured.
+type round struct {
+	ceiling, durable float64 // acks/s
+	ackP50, ackP99   time.Duration
+	e2eP50, e2eP99   time.Duration
+	peakRSSMB        int64
+}
 
-	e2e := b.run("receive-to-task at 500/s", false, func(g *gateway) {
-		fixedRate(g.url, tmpl, 500, *duration, &b.seq)
-		g.taskLatency = receiveToTask(g.url)
-	})
-	fmt.Printf("receive-to-task-created at 500/s: p50 %s p99 %s (%d tasks)\n", e2e.taskLatency.p(50), e2e.taskLatency.p(99), e2e.taskLatency.n)
-	fmt.Printf("peak RSS over all runs: %d MB\n", max(durable.rssMB, lat.rssMB, e2e.rssMB))
+func (b *bench) round(phases map[string]bool, senders int, duration time.Duration) round {
+	var r round
+	if phases["ceiling"] {
+		g := b.run("ceiling (verify, no store)", true, func(g *gateway) {
+			g.acks = throughput(g.url, b.tmpl, senders, duration, &b.seq)
+		})
+		r.ceiling = g.acks
+		fmt.Printf("ceiling: %.0f acks/s, peak RSS %d MB\n", g.acks, g.rssMB)
+	}
+	if phases["durable"] {
+		g := b.run("durable ingest", false, func(g *gateway) {
+			g.acks = throughput(g.url, b.tmpl, senders, duration, &b.seq)
+		})
+		r.durable, r.peakRSSMB = g.acks, max(r.peakRSSMB, g.rssMB)
+		fmt.Printf("durable: %.0f acks/s, peak RSS %d MB\n", g.acks, g.rssMB)
+	}
+	if r.ceiling > 0 && r.durable > 0 {
+		fmt.Printf("throughput: durable %.0f acks/s, ceiling %.0f acks/s, ratio %.0f%%\n", r.durable, r.ceiling, 100*r.durable/r.ceiling)
+	}
+	if phases["ack"] {
+		g := b.run("ack latency at 1000/s", false, func(g *gateway) {
+			g.ackLatency = fixedRate(g.url, b.tmpl, 1000, duration, &b.seq)
+		})
+		r.ackP50, r.ackP99, r.peakRSSMB = g.ackLatency.p(50), g.ackLatency.p(99), max(r.peakRSSMB, g.rssMB)
+		fmt.Printf("ack latency at 1000/s: p50 %s p99 %s (%d sent, %d non-202)\n", r.ackP50, r.ackP99, g.ackLatency.n, g.ackLatency.errors)
+	}
+	if phases["e2e"] {
+		g := b.run("receive-to-task at 500/s", false, func(g *gateway) {
+			fixedRate(g.url, b.tmpl, 500, duration, &b.seq)
+			g.taskLatency = receiveToTask(g.url)
+		})
+		r.e2eP50, r.e2eP99, r.peakRSSMB = g.taskLatency.p(50), g.taskLatency.p(99), max(r.peakRSSMB, g.rssMB)
+		fmt.Printf("receive-to-task-created at 500/s: p50 %s p99 %s (%d tasks)\n", r.e2eP50, r.e2eP99, g.taskLatency.n)
+	}
+	fmt.Printf("peak RSS over the round: %d MB\n", r.peakRSSMB)
+	return r
+}
+
+// summarize prints every round's numbers on one line each and the medians.
+func summarize(rs []round) {
+	fmt.Printf("\n== %d rounds (median last)\n", len(rs))
+	line := func(name string, f func(round) float64, format func(float64) string) {
+		var vs []float64
+		for _, r := range rs {
+			if v := f(r); v > 0 {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) == 0 {
+			return
+		}
+		parts := make([]string, len(vs))
+		for i, v := range vs {
+			parts[i] = format(v)
+		}
+		sort.Float64s(vs)
+		fmt.Printf("%-28s %s  → median %s\n", name, strings.Join(parts, " "), format(vs[len(vs)/2]))
+	}
+	rate := func(v float64) string { return fmt.Sprintf("%.0f", v) }
+	pct := func(v float64) string { return fmt.Sprintf("%.0f%%", v) }
+	dur := func(v float64) string { return time.Duration(v).Round(10 * time.Microsecond).String() }
+	line("ceiling acks/s", func(r round) float64 { return r.ceiling }, rate)
+	line("durable acks/s", func(r round) float64 { return r.durable }, rate)
+	line("durable / ceiling", func(r round) float64 {
+		if r.ceiling == 0 {
+			return 0
+		}
+		return 100 * r.durable / r.ceiling
+	}, pct)
+	line("ack p50 at 1000/s", func(r round) float64 { return float64(r.ackP50) }, dur)
+	line("ack p99 at 1000/s", func(r round) float64 { return float64(r.ackP99) }, dur)
+	line("receive-to-task p50 at 500/s", func(r round) float64 { return float64(r.e2eP50) }, dur)
+	line("receive-to-task p99 at 500/s", func(r round) float64 { return float64(r.e2eP99) }, dur)
+	line("peak RSS MB", func(r round) float64 { return float64(r.peakRSSMB) }, rate)
 }
 
 type bench struct {
