@@ -63,7 +63,7 @@ const (
 	DefaultConcurrency = 4
 	DefaultLease       = 30 * time.Second
 	DefaultBatchSize   = 1
-	DefaultMaxYield    = 50 * time.Millisecond
+	DefaultMaxYield    = time.Second
 	DefaultMaxAttempts = 8
 	DefaultMaxIdle     = time.Second
 	DefaultMinIdle     = 100 * time.Millisecond
@@ -96,7 +96,11 @@ type WorkerOptions struct {
 	// Yield, when set, reports that acknowledgements are waiting (the
 	// Receiver's Busy): before each claim the worker then pauses, a few
 	// milliseconds at a time and at most MaxYield in all, so a burst of
-	// webhooks is acknowledged first and processed right after.
+	// webhooks is acknowledged first and processed right after. With the
+	// default of a second, senders that keep the receiver busy slow
+	// processing to a trickle (each goroutine claims once a second) instead
+	// of sharing the CPU with it; the backlog is durable and drains at full
+	// speed once the burst ends.
 	Yield    func() bool
 	MaxYield time.Duration
 	// BatchSize is how many deliveries one goroutine claims at a time. One

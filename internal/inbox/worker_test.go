@@ -544,3 +544,18 @@ func TestWorkerYieldsToAcknowledgements(t *testing.T) {
 		waitStatus(t, st, ids[0], store.DeliverySucceeded, nil)
 	})
 }
+
+// TestWorkerYieldIsBounded: a receiver that never stops being busy delays
+// processing by at most MaxYield per claim; it never starves it.
+func TestWorkerYieldIsBounded(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		clock := newTestClock()
+		ids := insert(t, st, clock.Now(), body("e-busy-1", modeOK), body("e-busy-2", modeOK))
+		startWorker(t, st, newFakeProcessor(), clock.Now, WorkerOptions{Concurrency: 1, MaxYield: 20 * time.Millisecond,
+			Yield: func() bool { return true }})
+		for _, id := range ids {
+			waitStatus(t, st, id, store.DeliverySucceeded, nil)
+		}
+	})
+}
