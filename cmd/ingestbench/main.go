@@ -184,7 +184,9 @@ func (b *bench) run(name string, ceiling bool, fn func(*gateway)) *gateway {
 	if strings.HasPrefix(db, "sqlite:") {
 		db = "sqlite:" + filepath.Join(dir, "gateway.db")
 	} else {
-		db = freshSchema(db, fmt.Sprintf("ingestbench_%d_%d", os.Getpid(), b.run_))
+		schema := fmt.Sprintf("ingestbench_%d_%d", os.Getpid(), b.run_)
+		db = freshSchema(db, schema)
+		defer dropSchema(b.dbURL, schema)
 	}
 	cfg := filepath.Join(dir, "gateway.yaml")
 	_ = os.WriteFile(cfg, []byte(`workspaces:
@@ -227,8 +229,10 @@ connections:
 }
 
 // freshSchema creates a schema for one run and returns the URL using it.
+// Every run starts from a checkpoint (when the role may take one), so the
+// previous run's dirty pages and full-page writes do not land in this one.
 func freshSchema(url, schema string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -240,11 +244,30 @@ func freshSchema(url, schema string) string {
 		fmt.Fprintln(os.Stderr, "create schema:", err)
 		os.Exit(1)
 	}
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		fmt.Fprintln(os.Stderr, "checkpoint (runs are less comparable without it):", err)
+	}
 	sep := "?"
 	if strings.Contains(url, "?") {
 		sep = "&"
 	}
 	return url + sep + "search_path=" + schema
+}
+
+// dropSchema removes a finished run's schema, so that its rows do not
+// weigh on the next run (autovacuum, checkpoints).
+func dropSchema(url, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "connect postgres:", err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		fmt.Fprintln(os.Stderr, "drop schema:", err)
+	}
 }
 
 // peakRSS reads VmHWM of a live process, in MB.
