@@ -41,11 +41,9 @@ type TaskService interface {
 
 // Reader is the store reads and small idempotent writes dispatch needs.
 type Reader interface {
-	LookupTaskByExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error)
+	LookupSourceEntity(ctx context.Context, workspaceID, externalID string) (store.SourceEntity, error)
 	GetTask(ctx context.Context, id string) (store.Task, error)
-	ResolveAlias(ctx context.Context, workspaceID, externalID string) (string, error)
 	InsertAlias(ctx context.Context, workspaceID, externalID, taskID string, at time.Time) error
-	GetSuppression(ctx context.Context, workspaceID, externalID string) (store.Suppression, error)
 	UpsertSuppression(ctx context.Context, s store.Suppression) error
 	GetAssociation(ctx context.Context, provider, connectionID, contributionID string) (store.Association, error)
 	FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (store.Task, error)
@@ -125,51 +123,49 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 		out.Status, out.Result = store.DeliveryIgnored, "event not mapped to a task action"
 		return out, nil
 	}
-	for _, ext := range []string{ev.ExternalID, ev.PreviousExternalID} {
-		if ext == "" {
+	// One read per external ID (suppression, task, alias) starts every
+	// delivery; the entity lease keeps it current while this one runs.
+	var current, previous store.SourceEntity
+	for _, e := range []struct {
+		ext string
+		to  *store.SourceEntity
+	}{{ev.ExternalID, &current}, {ev.PreviousExternalID, &previous}} {
+		if e.ext == "" {
 			continue
 		}
-		if _, err := a.st.GetSuppression(ctx, conn.Workspace, ext); err == nil {
-			out.Status, out.Result = store.DeliverySuppressed, "the gateway deleted this entity's task; cleared suppressions re-enable it"
-			return out, nil
-		} else if !errors.Is(err, store.ErrNotFound) {
+		found, err := a.st.LookupSourceEntity(ctx, conn.Workspace, e.ext)
+		if err != nil {
 			return out, err
 		}
+		if found.Suppressed {
+			out.Status, out.Result = store.DeliverySuppressed, "the gateway deleted this entity's task; cleared suppressions re-enable it"
+			return out, nil
+		}
+		*e.to = found
 	}
 	if ev.Contribution != nil {
 		return a.contribution(ctx, conn, ev, out)
 	}
-	return a.issue(ctx, conn, ev, out)
+	return a.issue(ctx, conn, ev, current, previous, out)
 }
 
 // resolve finds the task of an external ID directly or through an alias.
-func (a *Applier) resolve(ctx context.Context, workspaceID, ext string) (store.Task, bool, error) {
-	if ext == "" {
+func (a *Applier) resolve(ctx context.Context, e store.SourceEntity) (store.Task, bool, error) {
+	switch {
+	case e.Task != nil:
+		return *e.Task, true, nil
+	case e.AliasTaskID == "":
 		return store.Task{}, false, nil
 	}
-	t, err := a.st.LookupTaskByExternalID(ctx, workspaceID, ext)
-	if err == nil {
-		return t, true, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return t, false, err
-	}
-	id, err := a.st.ResolveAlias(ctx, workspaceID, ext)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Task{}, false, nil
-	}
-	if err != nil {
-		return store.Task{}, false, err
-	}
-	t, err = a.st.GetTask(ctx, id)
+	t, err := a.st.GetTask(ctx, e.AliasTaskID)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Task{}, false, nil
 	}
 	return t, err == nil, err
 }
 
-func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connectors.Event, out inbox.Outcome) (inbox.Outcome, error) {
-	task, found, err := a.resolve(ctx, conn.Workspace, ev.ExternalID)
+func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connectors.Event, current, previous store.SourceEntity, out inbox.Outcome) (inbox.Outcome, error) {
+	task, found, err := a.resolve(ctx, current)
 	if err != nil {
 		return out, err
 	}
@@ -177,7 +173,7 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 	case connectors.ActionDelete:
 		return a.deleteEntity(ctx, conn, ev, task, found, out)
 	case connectors.ActionTransfer:
-		prev, ok, err := a.resolve(ctx, conn.Workspace, ev.PreviousExternalID)
+		prev, ok, err := a.resolve(ctx, previous)
 		if err != nil {
 			return out, err
 		}
@@ -200,7 +196,7 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 		return out, nil
 	}
 	if !found && ev.PreviousExternalID != "" {
-		prev, ok, err := a.resolve(ctx, conn.Workspace, ev.PreviousExternalID)
+		prev, ok, err := a.resolve(ctx, previous)
 		if err != nil {
 			return out, err
 		}

@@ -503,15 +503,11 @@ func constantTimeEqual(a, b string) bool {
 // lockVerified locks the operation and its steps (lock order: operation,
 // then steps) and verifies every binding.
 func lockVerified(ctx context.Context, tx store.Queries, opID string, h *CreationHandle) (store.Operation, []store.CreationStep, error) {
-	op, err := tx.LockOperation(ctx, opID)
+	op, steps, err := tx.LockOperationAndSteps(ctx, opID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return op, nil, fmt.Errorf("%w: operation %s", ErrHandleMismatch, opID)
 		}
-		return op, nil, err
-	}
-	steps, err := tx.ListCreationSteps(ctx, opID)
-	if err != nil {
 		return op, nil, err
 	}
 	if _, err := verifyStored(op, steps, h); err != nil {

@@ -74,8 +74,10 @@ type DeliveryQueries interface {
 	// entity for a delivery; false when another live lease holds it.
 	AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error)
 	// FinishDelivery records the outcome of a claimed delivery when owner
-	// still holds its lease, and releases the entity lease this delivery
-	// holds, in one transaction; ErrNotFound when the lease was lost.
+	// still holds its lease, and releases the entity lease owner holds for
+	// this delivery, in one transaction; ErrNotFound when the delivery's
+	// lease was lost (the entity lease, of no use then, is released all the
+	// same).
 	FinishDelivery(ctx context.Context, d Delivery, owner string) error
 	// RequeueDelivery makes a delivery due again (operator replay): status
 	// queued, attempts 0, lease cleared.
@@ -109,8 +111,21 @@ type SuppressionPage struct {
 	Limit            int
 }
 
+// SourceEntity is what a workspace holds for one external ID of a source
+// entity: whether it is suppressed, the task holding the ID, and the task a
+// transfer alias maps the ID to.
+type SourceEntity struct {
+	Suppressed  bool
+	Task        *Task
+	AliasTaskID string
+}
+
 // SuppressionQueries manages suppressions and source aliases.
 type SuppressionQueries interface {
+	// LookupSourceEntity reads the suppression, the task holding externalID
+	// and its alias, in one round trip where the driver can: the reads a
+	// delivery starts with.
+	LookupSourceEntity(ctx context.Context, workspaceID, externalID string) (SourceEntity, error)
 	UpsertSuppression(ctx context.Context, s Suppression) error
 	GetSuppression(ctx context.Context, workspaceID, externalID string) (Suppression, error)
 	ListSuppressions(ctx context.Context, p SuppressionPage) ([]Suppression, error)

@@ -279,8 +279,10 @@ type CreationStep struct {
 type LedgerQueries interface {
 	InsertOperation(ctx context.Context, op Operation) error
 	GetOperation(ctx context.Context, id string) (Operation, error)
-	// LockOperation reads the operation with a row lock.
-	LockOperation(ctx context.Context, id string) (Operation, error)
+	// LockOperationAndSteps reads the operation and then its steps (ordered
+	// by kind, key) with row locks, in that order, in one round trip where
+	// the driver can.
+	LockOperationAndSteps(ctx context.Context, id string) (Operation, []CreationStep, error)
 	// UpdateOperation writes state, release_applied, outcome, event_id,
 	// recovery_action, generation, lease and error.
 	UpdateOperation(ctx context.Context, op Operation) error

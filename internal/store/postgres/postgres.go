@@ -110,17 +110,56 @@ func (d *Driver) QueryRow(ctx context.Context, q string, args ...any) sqlstore.R
 }
 
 // Begin starts a READ COMMITTED transaction; the protocols take explicit row
-// locks (FOR UPDATE) in the documented order.
+// locks (FOR UPDATE) in the documented order. It holds a connection but
+// sends nothing: BEGIN travels with the transaction's first statement.
 func (d *Driver) Begin(ctx context.Context) (sqlstore.Tx, error) {
-	tx, err := d.poolFor(ctx).Begin(ctx)
+	conn, err := d.poolFor(ctx).Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &pgTx{tx: tx}, nil
+	return &pgTx{conn: conn}, nil
 }
 
+// QueryBatch sends the reads in one round trip on a pooled connection.
+func (d *Driver) QueryBatch(ctx context.Context, qs []sqlstore.BatchQuery) error {
+	b := &pgx.Batch{}
+	for _, q := range qs {
+		b.Queue(q.SQL, q.Args...)
+	}
+	br := d.poolFor(ctx).SendBatch(ctx, b)
+	return scanBatch(br, qs)
+}
+
+// scanBatch reads one result set per query, in order, then closes br.
+func scanBatch(br pgx.BatchResults, qs []sqlstore.BatchQuery) error {
+	for _, q := range qs {
+		r, err := br.Query()
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
+		err = q.Scan(rows{r: r})
+		r.Close()
+		if err == nil {
+			err = r.Err()
+		}
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
+	}
+	return br.Close()
+}
+
+// LockOutbox takes the outbox's transaction-scoped advisory lock; in a
+// pipelined transaction it travels with the INSERT it guards.
 func (d *Driver) LockOutbox(ctx context.Context, ex sqlstore.Executor) error {
-	_, err := ex.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(outboxLockKey))
+	const lock = `SELECT pg_advisory_xact_lock($1)`
+	if t, ok := ex.(sqlstore.Deferrer); ok {
+		t.Defer(lock, []any{int64(outboxLockKey)}, nil)
+		return nil
+	}
+	_, err := ex.Exec(ctx, lock, int64(outboxLockKey))
 	return err
 }
 
@@ -358,16 +397,222 @@ func (r rows) Scan(dest ...any) error { return r.r.Scan(dest...) }
 func (r rows) Err() error             { return r.r.Err() }
 func (r rows) Close()                 { r.r.Close() }
 
-type pgTx struct{ tx pgx.Tx }
+// pgTx is a transaction on one pooled connection. Its BEGIN and its
+// deferred statements travel in one pipeline with the next statement that
+// needs an answer, and COMMIT carries whatever is still deferred, so a
+// transaction costs one round trip per answer it waits for.
+type pgTx struct {
+	conn    *pgxpool.Conn
+	begun   bool // BEGIN has been sent
+	pending []deferredStmt
+	err     error // the first failure; the transaction can only roll back
+	done    bool
+}
+
+type deferredStmt struct {
+	sql  string
+	args []any
+	done func(rowsAffected int64, err error) error
+}
+
+var (
+	_ sqlstore.Deferrer = (*pgTx)(nil)
+	_ sqlstore.Batcher  = (*pgTx)(nil)
+	_ sqlstore.Batcher  = (*Driver)(nil)
+)
+
+var errTxDone = errors.New("transaction already finished")
+
+// rollbackTimeout bounds the ROLLBACK of an abandoned transaction; a server
+// that does not answer loses the connection instead.
+const rollbackTimeout = 5 * time.Second
+
+func (t *pgTx) Defer(query string, args []any, done func(int64, error) error) {
+	t.pending = append(t.pending, deferredStmt{sql: query, args: args, done: done})
+}
+
+// direct reports whether a statement can go straight to the connection:
+// nothing is waiting to be sent ahead of it.
+func (t *pgTx) direct() bool { return t.begun && len(t.pending) == 0 && t.err == nil && !t.done }
+
+// flush sends BEGIN (once) and the deferred statements, then whatever queue
+// adds, in one pipeline; it reads the results of its own part and returns
+// the batch positioned at the caller's first statement.
+func (t *pgTx) flush(ctx context.Context, queue func(*pgx.Batch)) (pgx.BatchResults, error) {
+	if t.done {
+		return nil, errTxDone
+	}
+	if t.err != nil {
+		return nil, t.err
+	}
+	b := &pgx.Batch{}
+	begin := !t.begun
+	if begin {
+		b.Queue("BEGIN")
+	}
+	pending := t.pending
+	t.pending = nil
+	for _, p := range pending {
+		b.Queue(p.sql, p.args...)
+	}
+	queue(b)
+	t.begun = true
+	br := t.conn.SendBatch(ctx, b)
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			return nil, t.fail(br, err)
+		}
+	}
+	for _, p := range pending {
+		tag, err := br.Exec()
+		if p.done != nil {
+			err = p.done(tag.RowsAffected(), err)
+		}
+		if err != nil {
+			return nil, t.fail(br, &sqlstore.DeferredError{Err: err})
+		}
+	}
+	return br, nil
+}
+
+func (t *pgTx) fail(br pgx.BatchResults, err error) error {
+	_ = br.Close()
+	t.err = err
+	return err
+}
 
 func (t *pgTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return execOn(ctx, t.tx, q, args...)
+	if t.direct() {
+		return execOn(ctx, t.conn, q, args...)
+	}
+	br, err := t.flush(ctx, func(b *pgx.Batch) { b.Queue(q, args...) })
+	if err != nil {
+		return 0, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
 }
+
 func (t *pgTx) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
-	return queryOn(ctx, t.tx, q, args...)
+	if t.direct() {
+		return queryOn(ctx, t.conn, q, args...)
+	}
+	br, err := t.flush(ctx, func(b *pgx.Batch) { b.Queue(q, args...) })
+	if err != nil {
+		return nil, err
+	}
+	r, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return batchRows{rows: rows{r}, br: br}, nil
 }
+
 func (t *pgTx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	return row{t.tx.QueryRow(ctx, q, args...)}
+	if t.direct() {
+		return row{t.conn.QueryRow(ctx, q, args...)}
+	}
+	r, err := t.Query(ctx, q, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return firstRow{r}
 }
-func (t *pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
-func (t *pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+
+func (t *pgTx) QueryBatch(ctx context.Context, qs []sqlstore.BatchQuery) error {
+	br, err := t.flush(ctx, func(b *pgx.Batch) {
+		for _, q := range qs {
+			b.Queue(q.SQL, q.Args...)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return scanBatch(br, qs)
+}
+
+// Commit sends what is still deferred together with COMMIT.
+func (t *pgTx) Commit(ctx context.Context) error {
+	if t.done {
+		return errTxDone
+	}
+	defer t.release(ctx)
+	if t.err != nil {
+		return t.err
+	}
+	if !t.begun && len(t.pending) == 0 {
+		return nil // nothing was sent: nothing to commit
+	}
+	br, err := t.flush(ctx, func(b *pgx.Batch) { b.Queue("COMMIT") })
+	if err != nil {
+		return err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = pgx.ErrTxCommitRollback
+	}
+	return err
+}
+
+func (t *pgTx) Rollback(ctx context.Context) error {
+	if t.done {
+		return nil
+	}
+	t.release(ctx)
+	return nil
+}
+
+// release ends the transaction: a connection still inside one is rolled
+// back (the pool would otherwise discard it), then returned.
+func (t *pgTx) release(ctx context.Context) {
+	t.done = true
+	t.pending = nil
+	if t.begun && t.conn.Conn().PgConn().TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		_, _ = t.conn.Exec(rctx, "ROLLBACK")
+		cancel()
+	}
+	t.conn.Release()
+}
+
+// batchRows are a pipeline's last result set; closing them ends the batch.
+type batchRows struct {
+	rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.rows.Close()
+	_ = r.br.Close()
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// firstRow reads the first row of a result set, then closes it.
+type firstRow struct{ r sqlstore.Rows }
+
+func (r firstRow) Scan(dest ...any) error {
+	defer r.r.Close()
+	if !r.r.Next() {
+		if err := r.r.Err(); err != nil {
+			return err
+		}
+		return sqlstore.ErrNoRows
+	}
+	if err := r.r.Scan(dest...); err != nil {
+		return err
+	}
+	return r.r.Err()
+}

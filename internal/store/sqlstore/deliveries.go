@@ -1,9 +1,11 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -178,52 +180,45 @@ func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]
 	return out, q.wrap("list deliveries", rows.Err())
 }
 
-// ClaimDeliveries: a processing row's next_attempt_at is its lease expiry, so
-// one predicate finds due, retrying and abandoned deliveries alike.
+// ClaimDeliveries is one UPDATE of the rows its subquery picks (PostgreSQL:
+// FOR UPDATE SKIP LOCKED, so concurrent claimers take different rows). A
+// processing row's next_attempt_at is its lease expiry, so one predicate
+// finds due, retrying and abandoned deliveries alike.
 func (q queries) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]store.Delivery, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	var out []store.Delivery
-	err := q.write(ctx, func(q queries) error {
-		rows, err := q.ex.Query(ctx, `SELECT id FROM deliveries d
+	expires := now.Add(lease)
+	rows, err := q.ex.Query(ctx, `UPDATE deliveries SET status = 'processing', attempts = attempts + 1,
+			lease_owner = $2, lease_expires_at = $3, next_attempt_at = $3
+		WHERE id IN (SELECT id FROM deliveries d
 			WHERE d.status IN ('queued', 'retrying', 'processing') AND d.next_attempt_at <= $1
 			  AND NOT EXISTS (SELECT 1 FROM entity_leases l WHERE l.entity_key = d.entity_key
 			                  AND l.expires_at > $1 AND l.delivery_id <> d.id)
-			ORDER BY d.next_attempt_at LIMIT $2`+q.d.SkipLocked(), now, limit)
-		if err != nil {
-			return q.wrap("select due deliveries", err)
-		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return q.wrap("scan due delivery", err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return q.wrap("select due deliveries", err)
-		}
-		expires := now.Add(lease)
-		for _, id := range ids {
-			d, err := scanDelivery(q.ex.QueryRow(ctx, `UPDATE deliveries SET status = 'processing', attempts = attempts + 1,
-				lease_owner = $2, lease_expires_at = $3, next_attempt_at = $3 WHERE id = $1
-				RETURNING `+deliverySummaryColumns, id, owner, expires), false)
-			if err != nil {
-				return q.wrap("claim delivery", err)
-			}
-			out = append(out, d)
-		}
-		return nil
-	})
-	if err != nil || len(out) == 0 {
-		return out, err
+			ORDER BY d.next_attempt_at LIMIT $4`+q.d.SkipLocked()+`)
+		RETURNING `+deliverySummaryColumns, now, owner, expires, limit)
+	if err != nil {
+		return nil, q.wrap("claim deliveries", err)
 	}
+	var out []store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows, false)
+		if err != nil {
+			rows.Close()
+			return nil, q.wrap("scan claimed delivery", err)
+		}
+		out = append(out, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(out) == 0 {
+		return nil, q.wrap("claim deliveries", err)
+	}
+	// RETURNING has no order: oldest first, as picked.
+	slices.SortFunc(out, func(a, b store.Delivery) int {
+		return cmp.Or(a.ReceivedAt.Compare(b.ReceivedAt), cmp.Compare(a.ID, b.ID))
+	})
 	// The raw deliveries are read after the claim commits: they never change
-	// once stored, and reading 13 KB bodies inside the claim would hold
-	// SQLite's single writer for it.
+	// once stored, and reading bodies inside the claim would hold SQLite's
+	// single writer for it.
 	return out, q.loadContent(ctx, out)
 }
 
@@ -268,30 +263,32 @@ func (q queries) AcquireEntityLease(ctx context.Context, entityKey, owner, deliv
 	return n == 1, q.wrap("acquire entity lease", err)
 }
 
+// FinishDelivery is one round trip on PostgreSQL: both writes travel with
+// the COMMIT, and a lost lease is known once it has run. Releasing this
+// owner's entity lease for the delivery even then is what a worker that
+// lost its claim should do anyway.
 func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner string) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	return q.write(ctx, func(q queries) error {
-		n, err := q.ex.Exec(ctx, `UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
+	updated := int64(-1)
+	err := q.write(ctx, func(q queries) error {
+		err := q.execLater(ctx, "finish delivery", func(n int64) error { updated = n; return nil },
+			`UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
 			lease_owner = NULL, lease_expires_at = NULL, entity_key = $7, processed_at = $8, event = $9,
 			outcome_task_id = $10, outcome_external_id = $11, outcome_action = $12, outcome_result = $13
 			WHERE id = $1 AND lease_owner = $2 AND status = 'processing'`,
 			d.ID, owner, d.Status, d.Attempts, nullString(d.LastError), d.NextAttemptAt, nullString(d.EntityKey), d.ProcessedAt, d.Event,
 			nullString(d.OutcomeTaskID), nullString(d.OutcomeExternalID), nullString(d.OutcomeAction), nullString(d.OutcomeResult))
-		if err != nil {
-			return q.wrap("finish delivery", err)
+		if err != nil || d.EntityKey == "" {
+			return err
 		}
-		if n == 0 {
-			return fmt.Errorf("finish delivery: lease lost: %w", store.ErrNotFound)
-		}
-		if d.EntityKey != "" {
-			if _, err := q.ex.Exec(ctx, `DELETE FROM entity_leases WHERE entity_key = $1 AND owner = $2 AND delivery_id = $3`,
-				d.EntityKey, owner, d.ID); err != nil {
-				return q.wrap("release entity lease", err)
-			}
-		}
-		return nil
+		return q.execLater(ctx, "release entity lease", nil,
+			`DELETE FROM entity_leases WHERE entity_key = $1 AND owner = $2 AND delivery_id = $3`, d.EntityKey, owner, d.ID)
 	})
+	if err == nil && updated == 0 {
+		return fmt.Errorf("finish delivery: lease lost: %w", store.ErrNotFound)
+	}
+	return err
 }
 
 func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) (store.Delivery, error) {

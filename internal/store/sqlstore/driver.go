@@ -39,6 +39,46 @@ type Tx interface {
 	Rollback(ctx context.Context) error
 }
 
+// Deferrer is implemented by driver transactions that can hold back a
+// statement whose result the caller does not wait for and send it with the
+// transaction's next statement that needs an answer, or with its COMMIT, in
+// one round trip (PostgreSQL pipelines them). Deferred statements run in the
+// order given, before anything issued after them. done, when non-nil, is
+// called once the statement has run, with its rows affected or its error,
+// and returns the error that fails the transaction (nil accepts the
+// result); the driver hands that failure, as a *DeferredError, to the
+// statement or Commit that carried it, and every later call of the
+// transaction fails with it. A statement sent with COMMIT is judged after the
+// commit, which done can then only report, not prevent; callers therefore
+// defer only statements whose row count the transaction's own locks make
+// certain, or whose shortfall needs no undoing.
+type Deferrer interface {
+	Defer(query string, args []any, done func(rowsAffected int64, err error) error)
+}
+
+// DeferredError is the failure of a deferred statement, surfacing at a later
+// call: it already names the statement that failed, so it is passed on as it
+// is rather than wrapped again.
+type DeferredError struct{ Err error }
+
+func (e *DeferredError) Error() string { return e.Err.Error() }
+func (e *DeferredError) Unwrap() error { return e.Err }
+
+// BatchQuery is one read of a batch: its rows are passed to Scan, which reads
+// them all.
+type BatchQuery struct {
+	SQL  string
+	Args []any
+	Scan func(Rows) error
+}
+
+// Batcher is implemented by executors that can send several reads in one
+// round trip (PostgreSQL pipelines them; a transaction also flushes its
+// deferred statements ahead of them). The reads run in order.
+type Batcher interface {
+	QueryBatch(ctx context.Context, qs []BatchQuery) error
+}
+
 // ErrNoRows is what drivers' Row.Scan returns when no row matched.
 var ErrNoRows = errors.New("sqlstore: no rows")
 

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -26,15 +25,12 @@ func scanOperation(r Row) (store.Operation, error) {
 }
 
 func (q queries) InsertOperation(ctx context.Context, op store.Operation) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	_, err := q.ex.Exec(ctx, `INSERT INTO task_creation_operations (`+operationColumns+`) VALUES
+	return q.execLater(ctx, "insert creation operation", nil, `INSERT INTO task_creation_operations (`+operationColumns+`) VALUES
 		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
 		op.ID, op.WorkspaceID, op.TaskID, op.State, op.PlanJSON, op.ManifestSHA256, op.ActorJSON,
 		op.ActorBindingSHA256, op.CompletionTokenSHA256, nullString(op.ExternalID), op.ReleaseApplied,
 		nullString(op.Outcome), nullInt(op.EventID), nullString(op.RecoveryAction), op.Generation,
 		nullString(op.LeaseOwner), op.LeaseExpiresAt, nullString(op.Error), op.CreatedAt, op.UpdatedAt)
-	return q.wrap("insert creation operation", err)
 }
 
 func nullInt(n int64) any {
@@ -51,28 +47,34 @@ func (q queries) GetOperation(ctx context.Context, id string) (store.Operation, 
 	return op, q.wrap("get creation operation", err)
 }
 
-func (q queries) LockOperation(ctx context.Context, id string) (store.Operation, error) {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	op, err := scanOperation(q.ex.QueryRow(ctx, `SELECT `+operationColumns+` FROM task_creation_operations WHERE id = $1`+q.d.ForUpdate(), id))
-	return op, q.wrap("lock creation operation", err)
+func (q queries) LockOperationAndSteps(ctx context.Context, id string) (store.Operation, []store.CreationStep, error) {
+	var op store.Operation
+	var steps []store.CreationStep
+	err := q.batch(ctx,
+		BatchQuery{SQL: `SELECT ` + operationColumns + ` FROM task_creation_operations WHERE id = $1` + q.d.ForUpdate(),
+			Args: []any{id}, Scan: func(r Rows) error {
+				if !r.Next() {
+					return ErrNoRows
+				}
+				var err error
+				op, err = scanOperation(r)
+				return err
+			}},
+		BatchQuery{SQL: stepsByOperation + q.d.ForUpdate(), Args: []any{id}, Scan: func(r Rows) error {
+			var err error
+			steps, err = scanCreationSteps(r)
+			return err
+		}})
+	return op, steps, q.wrap("lock creation operation", err)
 }
 
 func (q queries) UpdateOperation(ctx context.Context, op store.Operation) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	n, err := q.ex.Exec(ctx, `UPDATE task_creation_operations SET state = $2, release_applied = $3, outcome = $4,
+	return q.execLater(ctx, "update creation operation", exactlyOne("update creation operation"),
+		`UPDATE task_creation_operations SET state = $2, release_applied = $3, outcome = $4,
 		event_id = $5, recovery_action = $6, generation = $7, lease_owner = $8, lease_expires_at = $9,
 		error = $10, external_id = $11, updated_at = $12 WHERE id = $1`,
 		op.ID, op.State, op.ReleaseApplied, nullString(op.Outcome), nullInt(op.EventID), nullString(op.RecoveryAction),
 		op.Generation, nullString(op.LeaseOwner), op.LeaseExpiresAt, nullString(op.Error), nullString(op.ExternalID), op.UpdatedAt)
-	if err != nil {
-		return q.wrap("update creation operation", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("update creation operation: %w", store.ErrNotFound)
-	}
-	return nil
 }
 
 func (q queries) ListOpenOperations(ctx context.Context, staleBefore, now time.Time, limit int) ([]store.Operation, error) {
@@ -102,26 +104,33 @@ const stepColumns = `operation_id, kind, step_key, request_json, request_sha256,
 	provider_handle, ownership_marker, compensation, disposition, error, created_at, updated_at`
 
 func (q queries) InsertCreationStep(ctx context.Context, s store.CreationStep) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	_, err := q.ex.Exec(ctx, `INSERT INTO task_creation_steps (`+stepColumns+`) VALUES
+	return q.execLater(ctx, "insert creation step", nil, `INSERT INTO task_creation_steps (`+stepColumns+`) VALUES
 		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
 		s.OperationID, s.Kind, s.StepKey, s.RequestJSON, s.RequestSHA256, s.IdempotencyKey, s.State,
 		s.Attempt, nullString(s.ClaimOwner), s.ClaimGeneration, s.LeaseExpiresAt, nullString(s.EvidenceJSON),
 		nullString(s.EvidenceSHA256), nullString(s.ProviderHandle), s.OwnershipMarker, s.Compensation,
 		s.Disposition, nullString(s.Error), s.CreatedAt, s.UpdatedAt)
-	return q.wrap("insert creation step", err)
 }
+
+const stepsByOperation = `SELECT ` + stepColumns + ` FROM task_creation_steps WHERE operation_id = $1
+	ORDER BY kind, step_key`
 
 func (q queries) ListCreationSteps(ctx context.Context, operationID string) ([]store.CreationStep, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	rows, err := q.ex.Query(ctx, `SELECT `+stepColumns+` FROM task_creation_steps WHERE operation_id = $1
-		ORDER BY kind, step_key`+q.d.ForUpdate(), operationID)
+	rows, err := q.ex.Query(ctx, stepsByOperation+q.d.ForUpdate(), operationID)
 	if err != nil {
 		return nil, q.wrap("list creation steps", err)
 	}
 	defer rows.Close()
+	out, err := scanCreationSteps(rows)
+	if err == nil {
+		err = rows.Err()
+	}
+	return out, q.wrap("list creation steps", err)
+}
+
+func scanCreationSteps(rows Rows) ([]store.CreationStep, error) {
 	var out []store.CreationStep
 	for rows.Next() {
 		var s store.CreationStep
@@ -129,29 +138,21 @@ func (q queries) ListCreationSteps(ctx context.Context, operationID string) ([]s
 		if err := rows.Scan(&s.OperationID, &s.Kind, &s.StepKey, &s.RequestJSON, &s.RequestSHA256, &s.IdempotencyKey,
 			&s.State, &s.Attempt, &owner, &s.ClaimGeneration, &s.LeaseExpiresAt, &ev, &evh, &handle,
 			&s.OwnershipMarker, &s.Compensation, &s.Disposition, &errText, &s.CreatedAt, &s.UpdatedAt); err != nil {
-			return nil, q.wrap("scan creation step", err)
+			return nil, err
 		}
 		s.ClaimOwner, s.EvidenceJSON, s.EvidenceSHA256, s.ProviderHandle, s.Error = owner.String, ev.String, evh.String, handle.String, errText.String
 		out = append(out, s)
 	}
-	return out, q.wrap("list creation steps", rows.Err())
+	return out, nil
 }
 
 func (q queries) UpdateCreationStep(ctx context.Context, s store.CreationStep) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	n, err := q.ex.Exec(ctx, `UPDATE task_creation_steps SET state = $4, attempt = $5, claim_owner = $6,
+	return q.execLater(ctx, "update creation step", exactlyOne("update creation step"),
+		`UPDATE task_creation_steps SET state = $4, attempt = $5, claim_owner = $6,
 		claim_generation = $7, lease_expires_at = $8, evidence_json = $9, evidence_sha256 = $10,
 		provider_handle = $11, compensation = $12, disposition = $13, error = $14, updated_at = $15
 		WHERE operation_id = $1 AND kind = $2 AND step_key = $3`,
 		s.OperationID, s.Kind, s.StepKey, s.State, s.Attempt, nullString(s.ClaimOwner), s.ClaimGeneration,
 		s.LeaseExpiresAt, nullString(s.EvidenceJSON), nullString(s.EvidenceSHA256), nullString(s.ProviderHandle),
 		s.Compensation, s.Disposition, nullString(s.Error), s.UpdatedAt)
-	if err != nil {
-		return q.wrap("update creation step", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("update creation step: %w", store.ErrNotFound)
-	}
-	return nil
 }

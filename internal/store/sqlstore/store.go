@@ -133,17 +133,87 @@ func (q queries) classify(err error) error {
 	if errors.Is(err, ErrNoRows) {
 		return store.ErrNotFound
 	}
+	var deferred *DeferredError
+	if errors.As(err, &deferred) {
+		// Named (and mostly classified already) by its own statement.
+		return q.d.Classify(deferred.Err)
+	}
 	return q.d.Classify(err)
 }
 
 func (s *Store) classify(err error) error { return s.queries.classify(err) }
 
-// wrap adds context to a classified error.
+// wrap adds context to a classified error; a deferred statement's failure
+// keeps the context of the statement that failed.
 func (q queries) wrap(what string, err error) error {
 	if err == nil {
 		return nil
 	}
+	var deferred *DeferredError
+	if errors.As(err, &deferred) {
+		return q.classify(err)
+	}
 	return fmt.Errorf("%s: %w", what, q.classify(err))
+}
+
+// execLater runs a write that answers nothing but its rows affected, which
+// check (when non-nil) judges. Inside a transaction that can defer
+// (Deferrer: PostgreSQL), the write travels with the transaction's next
+// statement that needs an answer, or with its COMMIT, so only rows the
+// transaction has locked or written itself, whose count is certain, go
+// through here with a check that can fail.
+func (q queries) execLater(ctx context.Context, what string, check func(rowsAffected int64) error, query string, args ...any) error {
+	done := func(n int64, err error) error {
+		if err != nil {
+			return q.wrap(what, err)
+		}
+		if check != nil {
+			return check(n)
+		}
+		return nil
+	}
+	if d, ok := q.ex.(Deferrer); ok && q.inTx {
+		d.Defer(query, args, done)
+		return nil
+	}
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return done(q.ex.Exec(ctx, query, args...))
+}
+
+// exactlyOne checks a write to one row that must exist.
+func exactlyOne(what string) func(int64) error {
+	return func(n int64) error {
+		if n == 0 {
+			return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+		}
+		return nil
+	}
+}
+
+// batch runs reads in one round trip where the executor can (Batcher), in
+// order one after another elsewhere.
+func (q queries) batch(ctx context.Context, qs ...BatchQuery) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	if b, ok := q.ex.(Batcher); ok {
+		return b.QueryBatch(ctx, qs)
+	}
+	for _, bq := range qs {
+		rows, err := q.ex.Query(ctx, bq.SQL, bq.Args...)
+		if err != nil {
+			return err
+		}
+		err = bq.Scan(rows)
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // write runs fn in a transaction unless q already is one, so that multi-

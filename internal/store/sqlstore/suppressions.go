@@ -33,6 +33,34 @@ func (q queries) GetSuppression(ctx context.Context, workspaceID, externalID str
 	return s, q.wrap("get suppression", err)
 }
 
+func (q queries) LookupSourceEntity(ctx context.Context, workspaceID, externalID string) (store.SourceEntity, error) {
+	var e store.SourceEntity
+	args := []any{workspaceID, externalID}
+	err := q.batch(ctx,
+		BatchQuery{SQL: `SELECT 1 FROM suppressions WHERE workspace_id = $1 AND external_id = $2`, Args: args,
+			Scan: func(r Rows) error {
+				e.Suppressed = r.Next()
+				return nil
+			}},
+		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks WHERE workspace_id = $1 AND external_id = $2`, Args: args,
+			Scan: func(r Rows) error {
+				if !r.Next() {
+					return nil
+				}
+				t, err := scanTask(r)
+				e.Task = &t
+				return err
+			}},
+		BatchQuery{SQL: `SELECT task_id FROM source_aliases WHERE workspace_id = $1 AND external_id = $2`, Args: args,
+			Scan: func(r Rows) error {
+				if !r.Next() {
+					return nil
+				}
+				return r.Scan(&e.AliasTaskID)
+			}})
+	return e, q.wrap("lookup source entity", err)
+}
+
 func (q queries) ListSuppressions(ctx context.Context, p store.SuppressionPage) ([]store.Suppression, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()

@@ -59,16 +59,13 @@ func sourceArgs(s *store.Source) (any, any, any, any) {
 }
 
 func (q queries) InsertTask(ctx context.Context, t store.Task) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
 	sp, sk, sr, su := sourceArgs(t.Source)
-	_, err := q.ex.Exec(ctx, `INSERT INTO tasks (`+taskColumns+`) VALUES
+	return q.execLater(ctx, "insert task", nil, `INSERT INTO tasks (`+taskColumns+`) VALUES
 		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
 		t.ID, t.WorkspaceID, t.Identifier, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
 		t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt,
 		nullString(t.OwnerConnection), nullString(t.ExternalID), t.ExternalIDSettledAt, t.CreationState, nullString(t.CreationOperationID),
 		t.Revision, t.CreatedAt, t.UpdatedAt)
-	return q.wrap("insert task", err)
 }
 
 func (q queries) getTask(ctx context.Context, what, where string, args ...any) (store.Task, error) {
@@ -156,34 +153,18 @@ func (q queries) CountActiveTasksInStep(ctx context.Context, workspaceID, stepID
 }
 
 func (q queries) SetTaskIdentifier(ctx context.Context, taskID, identifier string) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	n, err := q.ex.Exec(ctx, `UPDATE tasks SET identifier = $2 WHERE id = $1`, taskID, identifier)
-	if err != nil {
-		return q.wrap("set task identifier", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("set task identifier: %w", store.ErrNotFound)
-	}
-	return nil
+	return q.execLater(ctx, "set task identifier", exactlyOne("set task identifier"),
+		`UPDATE tasks SET identifier = $2 WHERE id = $1`, taskID, identifier)
 }
 
 func (q queries) UpdateTask(ctx context.Context, t store.Task) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
 	sp, sk, sr, su := sourceArgs(t.Source)
-	n, err := q.ex.Exec(ctx, `UPDATE tasks SET title = $2, description = $3, workflow_step_id = $4, labels = $5,
+	return q.execLater(ctx, "update task", exactlyOne("update task"),
+		`UPDATE tasks SET title = $2, description = $3, workflow_step_id = $4, labels = $5,
 		archived_at = $6, source_provider = $7, source_kind = $8, source_ref = $9, source_url = $10,
 		source_updated_at = $11, revision = $12, updated_at = $13, creation_state = $14 WHERE id = $1`,
 		t.ID, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
 		t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt, t.Revision, t.UpdatedAt, t.CreationState)
-	if err != nil {
-		return q.wrap("update task", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("update task: %w", store.ErrNotFound)
-	}
-	return nil
 }
 
 func (q queries) DeleteTask(ctx context.Context, id string) error {

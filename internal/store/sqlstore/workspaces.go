@@ -71,19 +71,27 @@ func (q queries) LockWorkspace(ctx context.Context, id string) (store.Workspace,
 	return q.getWorkspace(ctx, id, q.d.ForUpdate())
 }
 
+// getWorkspace reads the workspace row (locked when lock is set), then its
+// steps, in one round trip where the driver can.
 func (q queries) getWorkspace(ctx context.Context, id, lock string) (store.Workspace, error) {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	ws, err := scanWorkspace(q.ex.QueryRow(ctx, `SELECT `+workspaceColumns+` FROM workspaces WHERE id = $1`+lock, id))
-	if err != nil {
-		return ws, q.wrap("get workspace", err)
-	}
-	steps, err := q.listSteps(ctx, []string{id})
-	if err != nil {
-		return ws, err
-	}
-	ws.Steps = steps[id]
-	return ws, nil
+	var ws store.Workspace
+	err := q.batch(ctx,
+		BatchQuery{SQL: `SELECT ` + workspaceColumns + ` FROM workspaces WHERE id = $1` + lock, Args: []any{id},
+			Scan: func(r Rows) error {
+				if !r.Next() {
+					return ErrNoRows
+				}
+				var err error
+				ws, err = scanWorkspace(r)
+				return err
+			}},
+		BatchQuery{SQL: stepsQuery + ` WHERE workspace_id = $1` + stepsOrder, Args: []any{id},
+			Scan: func(r Rows) error {
+				steps, err := scanWorkflowSteps(r)
+				ws.Steps = steps[id]
+				return err
+			}})
+	return ws, q.wrap("get workspace", err)
 }
 
 func (q queries) ListWorkspaces(ctx context.Context) ([]store.Workspace, error) {
@@ -108,7 +116,7 @@ func (q queries) ListWorkspaces(ctx context.Context) ([]store.Workspace, error) 
 	if err := rows.Err(); err != nil {
 		return nil, q.wrap("list workspaces", err)
 	}
-	steps, err := q.listSteps(ctx, nil)
+	steps, err := q.listSteps(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -118,25 +126,32 @@ func (q queries) ListWorkspaces(ctx context.Context) ([]store.Workspace, error) 
 	return out, nil
 }
 
-// listSteps returns steps by workspace; all workspaces when ids is nil.
-func (q queries) listSteps(ctx context.Context, ids []string) (map[string][]store.Step, error) {
-	query := `SELECT workspace_id, id, name, position, wip_limit FROM workflow_steps`
-	var args []any
-	if len(ids) == 1 {
-		query += ` WHERE workspace_id = $1`
-		args = append(args, ids[0])
-	}
-	rows, err := q.ex.Query(ctx, query+` ORDER BY workspace_id, position, id`, args...)
+const (
+	stepsQuery = `SELECT workspace_id, id, name, position, wip_limit FROM workflow_steps`
+	stepsOrder = ` ORDER BY workspace_id, position, id`
+)
+
+// listSteps returns every workspace's steps by workspace.
+func (q queries) listSteps(ctx context.Context) (map[string][]store.Step, error) {
+	rows, err := q.ex.Query(ctx, stepsQuery+stepsOrder)
 	if err != nil {
 		return nil, q.wrap("list steps", err)
 	}
 	defer rows.Close()
+	out, err := scanWorkflowSteps(rows)
+	if err == nil {
+		err = rows.Err()
+	}
+	return out, q.wrap("list steps", err)
+}
+
+func scanWorkflowSteps(rows Rows) (map[string][]store.Step, error) {
 	out := map[string][]store.Step{}
 	for rows.Next() {
 		var st store.Step
 		var wip sql.NullInt64
 		if err := rows.Scan(&st.WorkspaceID, &st.ID, &st.Name, &st.Position, &wip); err != nil {
-			return nil, q.wrap("scan step", err)
+			return nil, err
 		}
 		if wip.Valid {
 			n := int(wip.Int64)
@@ -144,7 +159,7 @@ func (q queries) listSteps(ctx context.Context, ids []string) (map[string][]stor
 		}
 		out[st.WorkspaceID] = append(out[st.WorkspaceID], st)
 	}
-	return out, q.wrap("list steps", rows.Err())
+	return out, nil
 }
 
 func (q queries) NextTaskSequence(ctx context.Context, workspaceID string) (int64, error) {

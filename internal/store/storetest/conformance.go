@@ -37,6 +37,10 @@ func Conformance(t *testing.T, dialect string) {
 		{"suppressions and aliases", testSuppressionsAliases},
 		{"projection ignores stale payloads", testProjectionStale},
 		{"migrations are replay-safe", testMigrateTwice},
+		{"writes in a transaction apply in order and fail it", testTransactionWrites},
+		{"a lost delivery lease still releases its entity lease", testFinishAfterLostLease},
+		{"operation and steps are read together", testLockOperationAndSteps},
+		{"source entity lookup", testLookupSourceEntity},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -519,5 +523,215 @@ func testMigrateTwice(t *testing.T, s *sqlstore.Store) {
 	must(t, err)
 	if !ok {
 		t.Error("migrated = false after migrate")
+	}
+}
+
+// testTransactionWrites: writes that answer nothing but their row count
+// (which PostgreSQL sends later, with the next statement or the COMMIT) are
+// seen by the statements after them, commit with the transaction, vanish on
+// rollback, and a failing one fails the transaction with its own error and
+// leaves nothing behind.
+func testTransactionWrites(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	first, second := newTask("ws", "ext-1", 1), newTask("ws", "ext-2", 2)
+	must(t, s.InTx(ctx, func(tx store.Queries) error {
+		if err := tx.InsertTask(ctx, first); err != nil {
+			return err
+		}
+		got, err := tx.LockTask(ctx, first.ID) // a read after the write sees it
+		if err != nil {
+			return err
+		}
+		got.Title = "renamed"
+		if err := tx.UpdateTask(ctx, got); err != nil {
+			return err
+		}
+		return tx.InsertTask(ctx, second) // travels with the COMMIT
+	}))
+	for _, id := range []string{first.ID, second.ID} {
+		if _, err := s.GetTask(ctx, id); err != nil {
+			t.Errorf("task written in the committed transaction: %v", err)
+		}
+	}
+	if got, _ := s.GetTask(ctx, first.ID); got.Title != "renamed" {
+		t.Errorf("title = %q, want the update made after the insert", got.Title)
+	}
+
+	tests := []struct {
+		name    string
+		fn      func(tx store.Queries) error
+		wantErr error
+	}{
+		{"a taken external id fails the next read", func(tx store.Queries) error {
+			if err := tx.InsertTask(ctx, newTask("ws", "ext-3", 3)); err != nil {
+				return err
+			}
+			if err := tx.InsertTask(ctx, newTask("ws", "ext-1", 4)); err != nil {
+				return err
+			}
+			_, err := tx.NextTaskSequence(ctx, "ws")
+			return err
+		}, store.ErrExternalIDTaken},
+		{"a taken external id fails the commit", func(tx store.Queries) error {
+			if err := tx.InsertTask(ctx, newTask("ws", "ext-3", 3)); err != nil {
+				return err
+			}
+			return tx.InsertTask(ctx, newTask("ws", "ext-1", 4))
+		}, store.ErrExternalIDTaken},
+		{"an update of a missing row fails the next read", func(tx store.Queries) error {
+			if err := tx.InsertTask(ctx, newTask("ws", "ext-3", 3)); err != nil {
+				return err
+			}
+			if err := tx.SetTaskIdentifier(ctx, uuid.NewString(), "WS-99"); err != nil {
+				return err
+			}
+			_, err := tx.GetWorkspace(ctx, "ws")
+			return err
+		}, store.ErrNotFound},
+	}
+	for _, tc := range tests {
+		err := s.InTx(ctx, tc.fn)
+		if !errors.Is(err, tc.wantErr) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.wantErr)
+		}
+		if _, err := s.LookupTaskByExternalID(ctx, "ws", "ext-3"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the failed transaction's earlier insert survived (err %v)", tc.name, err)
+		}
+	}
+
+	errStop := errors.New("caller gave up")
+	err := s.InTx(ctx, func(tx store.Queries) error {
+		if err := tx.InsertTask(ctx, newTask("ws", "ext-3", 3)); err != nil {
+			return err
+		}
+		return errStop
+	})
+	if !errors.Is(err, errStop) {
+		t.Errorf("rolled back transaction err = %v", err)
+	}
+	if _, err := s.LookupTaskByExternalID(ctx, "ws", "ext-3"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a rolled back insert survived (err %v)", err)
+	}
+	// The store is usable afterwards: no connection was left in a transaction.
+	must(t, s.InsertTask(ctx, newTask("ws", "ext-3", 3)))
+}
+
+// testFinishAfterLostLease: a worker whose claim was taken over records
+// nothing, gets ErrNotFound, and no longer holds the entity.
+func testFinishAfterLostLease(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	res, err := s.InsertDeliveries(ctx, []store.Delivery{{ConnectionID: "gh", Provider: "github", Event: "issues",
+		DeliveryKey: "lost-1", Headers: `{}`, Body: []byte(`{}`), ReceivedAt: epoch}})
+	must(t, err)
+	claimed, err := s.ClaimDeliveries(ctx, "w1", epoch, time.Minute, 1)
+	must(t, err)
+	if len(claimed) != 1 {
+		t.Fatalf("claimed %d deliveries, want 1", len(claimed))
+	}
+	ok, err := s.AcquireEntityLease(ctx, "e-lost", "w1", res[0].ID, epoch, epoch.Add(10*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("entity lease refused")
+	}
+	if _, err := s.ClaimDeliveries(ctx, "w2", epoch.Add(2*time.Minute), time.Minute, 1); err != nil {
+		t.Fatal(err)
+	}
+	done := claimed[0]
+	done.Status, done.EntityKey = store.DeliverySucceeded, "e-lost"
+	if err := s.FinishDelivery(ctx, done, "w1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("finish after the lease was lost: err = %v, want ErrNotFound", err)
+	}
+	got, err := s.GetDelivery(ctx, res[0].ID)
+	must(t, err)
+	if got.Status != store.DeliveryProcessing || got.LeaseOwner != "w2" {
+		t.Errorf("delivery = %s owned by %q, want still processing by w2", got.Status, got.LeaseOwner)
+	}
+	ok, err = s.AcquireEntityLease(ctx, "e-lost", "w2", res[0].ID, epoch.Add(2*time.Minute), epoch.Add(3*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Error("entity lease of the worker that lost its claim is still held")
+	}
+}
+
+func testLockOperationAndSteps(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	op := store.Operation{ID: uuid.NewString(), WorkspaceID: "ws", TaskID: task.ID, State: store.OpPreparing,
+		PlanJSON: "{}", ManifestSHA256: "m", ActorJSON: "{}", ActorBindingSHA256: "a", CompletionTokenSHA256: "c",
+		CreatedAt: epoch, UpdatedAt: epoch}
+	steps := []store.CreationStep{
+		{OperationID: op.ID, Kind: "remote_contribution_associate", StepKey: "b", RequestJSON: "{}", RequestSHA256: "r",
+			IdempotencyKey: "k2", State: store.StepPlanned, OwnershipMarker: "o2", Compensation: store.CompensationNone,
+			Disposition: "none", CreatedAt: epoch, UpdatedAt: epoch},
+		{OperationID: op.ID, Kind: "remote_contribution_associate", StepKey: "a", RequestJSON: "{}", RequestSHA256: "r",
+			IdempotencyKey: "k1", State: store.StepPlanned, OwnershipMarker: "o1", Compensation: store.CompensationNone,
+			Disposition: "none", CreatedAt: epoch, UpdatedAt: epoch},
+	}
+	must(t, s.InTx(ctx, func(tx store.Queries) error {
+		if err := tx.InsertTask(ctx, task); err != nil {
+			return err
+		}
+		if err := tx.InsertOperation(ctx, op); err != nil {
+			return err
+		}
+		for _, st := range steps {
+			if err := tx.InsertCreationStep(ctx, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	must(t, s.InTx(ctx, func(tx store.Queries) error {
+		got, gotSteps, err := tx.LockOperationAndSteps(ctx, op.ID)
+		if err != nil {
+			return err
+		}
+		if got.ID != op.ID || got.TaskID != task.ID || len(gotSteps) != 2 || gotSteps[0].StepKey != "a" || gotSteps[1].StepKey != "b" {
+			t.Errorf("operation %s with steps %+v, want %s with steps a, b", got.ID, gotSteps, op.ID)
+		}
+		return nil
+	}))
+	err := s.InTx(ctx, func(tx store.Queries) error {
+		_, _, err := tx.LockOperationAndSteps(ctx, uuid.NewString())
+		return err
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing operation err = %v, want ErrNotFound", err)
+	}
+}
+
+func testLookupSourceEntity(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	held := newTask("ws", "ext-held", 1)
+	must(t, s.InsertTask(ctx, held))
+	must(t, s.InsertAlias(ctx, "ws", "ext-moved", held.ID, epoch))
+	must(t, s.UpsertSuppression(ctx, store.Suppression{WorkspaceID: "ws", ExternalID: "ext-deleted", Reason: "deleted_at_source", CreatedAt: epoch}))
+	tests := []struct {
+		ext                   string
+		wantSuppressed        bool
+		wantTask, wantAliasTo string
+	}{
+		{"ext-held", false, held.ID, ""},
+		{"ext-moved", false, "", held.ID},
+		{"ext-deleted", true, "", ""},
+		{"ext-unknown", false, "", ""},
+	}
+	for _, tc := range tests {
+		e, err := s.LookupSourceEntity(ctx, "ws", tc.ext)
+		must(t, err)
+		gotTask := ""
+		if e.Task != nil {
+			gotTask = e.Task.ID
+		}
+		if e.Suppressed != tc.wantSuppressed || gotTask != tc.wantTask || e.AliasTaskID != tc.wantAliasTo {
+			t.Errorf("%s: suppressed %v, task %q, alias to %q; want %v, %q, %q", tc.ext,
+				e.Suppressed, gotTask, e.AliasTaskID, tc.wantSuppressed, tc.wantTask, tc.wantAliasTo)
+		}
+	}
+	if e, err := s.LookupSourceEntity(ctx, "other", "ext-held"); err != nil || e.Task != nil {
+		t.Errorf("another workspace sees %+v (err %v)", e, err)
 	}
 }
