@@ -46,17 +46,33 @@ type groupCommit struct {
 	wake    chan struct{} // capacity 1: coalesces notifications
 	// waiting counts receipts submitted and not yet answered.
 	waiting atomic.Int64
+	// busyUntil (unix ns on now's clock) ends the busy spell that the last
+	// batch of concurrent receipts started.
+	busyUntil atomic.Int64
+	now       func() time.Time
 }
 
-func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int) *groupCommit {
+// busyHold keeps the receiver busy after a batch of at least busyReceipts
+// commits: between two such batches hardly any receipt waits, and a worker
+// that claims in that gap takes the CPU the next batch needs.
+const busyHold = 25 * time.Millisecond
+
+func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int, now func() time.Time) *groupCommit {
 	return &groupCommit{
 		st:       st,
+		now:      now,
 		logger:   logger,
 		maxBatch: maxBatch,
 		queue:    make(chan *commitRequest, maxBatch),
 		stopped:  make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
+}
+
+// busy reports whether many receipts wait for their commit, or did a moment
+// ago.
+func (g *groupCommit) busy() bool {
+	return g.waiting.Load() >= busyReceipts || g.now().UnixNano() < g.busyUntil.Load()
 }
 
 // submit queues d for the next batch and waits for that batch's result.
@@ -146,6 +162,9 @@ func (g *groupCommit) commit(ctx context.Context, batch []*commitRequest) {
 	}
 	if len(live) == 0 {
 		return
+	}
+	if len(live) >= busyReceipts {
+		g.busyUntil.Store(g.now().Add(busyHold).UnixNano())
 	}
 	// The commit outlives shutdown and gone callers (a transaction that
 	// commits must be the one its callers were told about), and it never

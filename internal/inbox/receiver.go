@@ -108,7 +108,7 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 		logger:      logger,
 		now:         now,
 		opts:        opts,
-		commits:     newGroupCommit(st, logger, opts.MaxBatch),
+		commits:     newGroupCommit(st, logger, opts.MaxBatch, now),
 	}
 }
 
@@ -117,9 +117,10 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 // PostgreSQL's ack p99 at 1,000/s from 56–94 ms to 24 ms; 16 did not).
 const busyReceipts = 4
 
-// Busy reports whether many receipts are waiting for their commit; workers
-// yield to it (WorkerOptions.Yield), so acknowledgements come first.
-func (rc *Receiver) Busy() bool { return rc.commits.waiting.Load() >= busyReceipts }
+// Busy reports whether many receipts are waiting for their commit, or a
+// batch of them committed within the last busyHold; workers yield to it
+// (WorkerOptions.Yield), so acknowledgements come first.
+func (rc *Receiver) Busy() bool { return rc.commits.busy() }
 
 // Register mounts the receiver at POST /webhooks/{connection}.
 func (rc *Receiver) Register(r *mux.Router) {
