@@ -106,7 +106,7 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 			g.ackLatency = fixedRate(g.url, b.tmpl, 1000, duration, &b.seq)
 		})
 		r.ackP50, r.ackP99, r.peakRSSMB = g.ackLatency.p(50), g.ackLatency.p(99), max(r.peakRSSMB, g.rssMB)
-		fmt.Printf("ack latency at 1000/s: p50 %s p99 %s (%d sent, %d non-202)\n", r.ackP50, r.ackP99, g.ackLatency.n, g.ackLatency.errors)
+		fmt.Printf("ack latency at 1000/s: p50 %s p90 %s p99 %s max %s (%d sent, %d non-202)\n", r.ackP50, g.ackLatency.p(90), r.ackP99, g.ackLatency.p(100), g.ackLatency.n, g.ackLatency.errors)
 	}
 	if phases["e2e"] {
 		g := b.run("receive-to-task at 500/s", false, func(g *gateway) {
@@ -114,7 +114,7 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 			g.taskLatency = receiveToTask(g.url)
 		})
 		r.e2eP50, r.e2eP99, r.peakRSSMB = g.taskLatency.p(50), g.taskLatency.p(99), max(r.peakRSSMB, g.rssMB)
-		fmt.Printf("receive-to-task-created at 500/s: p50 %s p99 %s (%d tasks)\n", r.e2eP50, r.e2eP99, g.taskLatency.n)
+		fmt.Printf("receive-to-task-created at 500/s: p50 %s p90 %s p99 %s max %s (%d tasks)\n", r.e2eP50, g.taskLatency.p(90), r.e2eP99, g.taskLatency.p(100), g.taskLatency.n)
 	}
 	fmt.Printf("peak RSS over the round: %d MB\n", r.peakRSSMB)
 	return r

@@ -259,7 +259,7 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 	// The rows and the canonical plan are built before the transaction: the
 	// single SQLite writer (and PostgreSQL's row locks) are held only for
 	// the statements.
-	task := store.Task{ID: taskID, WorkspaceID: ws.ID, Identifier: pendingIdentifier(taskID),
+	task := store.Task{ID: taskID, WorkspaceID: ws.ID,
 		Title: req.Title, Description: req.Description, WorkflowStepID: step.ID, Labels: req.Labels,
 		Source: req.Source, SourceUpdatedAt: req.SourceUpdatedAt, OwnerConnection: req.OwnerConnection,
 		ExternalID: ext, CreationState: store.CreationPreparing, CreationOperationID: opID,
@@ -286,10 +286,11 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 		LeaseOwner: "caller", LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now}
 	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		// The workspace row serializes identifier allocation and WIP
-		// admission. Without a WIP limit it is locked last (by the sequence
-		// UPDATE), so concurrent creates in a workspace hold it only for
-		// that statement and the commit; a unique violation on the external
-		// ID, raised by the insert before it, never allocates a number.
+		// admission. Without a WIP limit it is locked by the sequence
+		// UPDATE, and the inserts after it travel with the COMMIT, so
+		// concurrent creates in a workspace hold it for one round trip; a
+		// unique violation on the external ID rolls the number back with
+		// the rest.
 		ws, step := ws, step
 		if step.WIPLimit != nil {
 			locked, err := tx.LockWorkspace(ctx, req.WorkspaceID)
@@ -308,7 +309,12 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 				return failure.New(failure.Conflict, "workflow step %q is at its WIP limit (%d)", step.ID, *step.WIPLimit)
 			}
 		}
+		seq, err := tx.NextTaskSequence(ctx, ws.ID)
+		if err != nil {
+			return err
+		}
 		task := task
+		task.Identifier = fmt.Sprintf("%s-%d", ws.TaskPrefix, seq)
 		if err := tx.InsertTask(ctx, task); err != nil {
 			return err
 		}
@@ -320,14 +326,6 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 				return err
 			}
 		}
-		seq, err := tx.NextTaskSequence(ctx, ws.ID)
-		if err != nil {
-			return err
-		}
-		task.Identifier = fmt.Sprintf("%s-%d", ws.TaskPrefix, seq)
-		if err := tx.SetTaskIdentifier(ctx, taskID, task.Identifier); err != nil {
-			return err
-		}
 		result = BeginResult{Task: task, Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
 			WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256}}
 		return nil
@@ -337,10 +335,6 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 	}
 	return result, nil
 }
-
-// pendingIdentifier holds the unique identifier column until the sequence
-// is allocated at the end of Begin's transaction; it is never committed.
-func pendingIdentifier(taskID string) string { return "pending:" + taskID }
 
 func findStep(steps []store.Step, id string) (store.Step, bool) {
 	for _, s := range steps {
@@ -390,8 +384,9 @@ func buildPlan(opID string, task store.Task, tokenHash string, req CreateRequest
 	if err != nil {
 		return CreationPlan{}, nil, err
 	}
-	// The identifier is allocated after the plan (last, to keep the
-	// workspace lock short); the row hash binds the task's identity.
+	// The identifier is allocated after the plan, inside Begin's transaction
+	// (to keep the workspace lock short); the row hash binds the task's
+	// identity.
 	rowJSON, err := Canonical(map[string]any{"id": task.ID, "workspace_id": task.WorkspaceID,
 		"external_id": task.ExternalID, "creation_operation_id": opID})
 	if err != nil {
@@ -504,6 +499,18 @@ func constantTimeEqual(a, b string) bool {
 // then steps) and verifies every binding.
 func lockVerified(ctx context.Context, tx store.Queries, opID string, h *CreationHandle) (store.Operation, []store.CreationStep, error) {
 	op, steps, err := tx.LockOperationAndSteps(ctx, opID)
+	return verifyLocked(op, steps, err, opID, h)
+}
+
+// lockVerifiedCreation is lockVerified that also locks the operation's task,
+// after its steps, in the same round trip; the task is nil when it is gone.
+func lockVerifiedCreation(ctx context.Context, tx store.Queries, opID string, h *CreationHandle) (store.Operation, []store.CreationStep, *store.Task, error) {
+	op, steps, task, err := tx.LockCreation(ctx, opID)
+	op, steps, err = verifyLocked(op, steps, err, opID, h)
+	return op, steps, task, err
+}
+
+func verifyLocked(op store.Operation, steps []store.CreationStep, err error, opID string, h *CreationHandle) (store.Operation, []store.CreationStep, error) {
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return op, nil, fmt.Errorf("%w: operation %s", ErrHandleMismatch, opID)

@@ -43,10 +43,24 @@ func (c *Coordinator) lockFenced(ctx context.Context, tx store.Queries, opID str
 	if err != nil {
 		return op, nil, err
 	}
-	if f.h == nil && (op.LeaseOwner != f.owner || op.Generation != f.generation) {
-		return op, nil, fmt.Errorf("%w: recovery claim of %s lost (generation %d, now %d)", ErrCreationStateConflict, opID, f.generation, op.Generation)
+	return op, steps, f.check(op)
+}
+
+// lockFencedCreation is lockFenced that also locks the task (nil when gone).
+func (c *Coordinator) lockFencedCreation(ctx context.Context, tx store.Queries, opID string, f fence) (store.Operation, []store.CreationStep, *store.Task, error) {
+	op, steps, task, err := lockVerifiedCreation(ctx, tx, opID, f.h)
+	if err != nil {
+		return op, nil, nil, err
 	}
-	return op, steps, nil
+	return op, steps, task, f.check(op)
+}
+
+// check refuses a recovery whose claim on op is no longer this one's.
+func (f fence) check(op store.Operation) error {
+	if f.h == nil && (op.LeaseOwner != f.owner || op.Generation != f.generation) {
+		return fmt.Errorf("%w: recovery claim of %s lost (generation %d, now %d)", ErrCreationStateConflict, op.ID, f.generation, op.Generation)
+	}
+	return nil
 }
 
 // ExecuteSteps runs every planned or retryable step of the operation.
@@ -321,7 +335,8 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 	var replay *Result
 	taskGone := false
 	err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
-		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		// The task's row lock is taken with the operation's and the steps'.
+		op, steps, task, err := c.lockFencedCreation(ctx, tx, opID, f)
 		if err != nil {
 			return err
 		}
@@ -340,16 +355,15 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 			return err
 		}
 		now := c.now()
-		// The UPDATE takes the task's row lock (after the operation's).
-		if err := tx.SetTaskCreationState(ctx, op.TaskID, store.CreationCompleting, now); err != nil {
-			if !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
+		if task == nil {
 			// Nothing left to complete: record the abort so that it (or
 			// recovery's abort_preparing) compensates the effects.
 			taskGone = true
 			op.Error, op.UpdatedAt = "aborted: task deleted during creation", now
 			return tx.UpdateOperation(ctx, op)
+		}
+		if err := tx.SetTaskCreationState(ctx, op.TaskID, store.CreationCompleting, now); err != nil {
+			return err
 		}
 		op.State, op.UpdatedAt = store.OpCompleting, now
 		return tx.UpdateOperation(ctx, op)
@@ -377,7 +391,9 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 		// foreign keys (FOR KEY SHARE on the workspace row). Workspace locks
 		// are FOR NO KEY UPDATE, which does not conflict with that, so a
 		// Begin holding the workspace cannot deadlock with this phase.
-		op, steps, err := c.lockFenced(ctx, tx, opID, f)
+		// The task row lock is held from here to commit, so the row read
+		// now is the row settlement sees.
+		op, steps, locked, err := c.lockFencedCreation(ctx, tx, opID, f)
 		if err != nil {
 			return err
 		}
@@ -393,15 +409,10 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 				return err
 			}
 		}
-		// The task row lock is held from here to commit, so the row read
-		// now is the row settlement sees.
-		task, err := tx.LockTask(ctx, op.TaskID)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("%w: %w", errTaskGone, err)
-			}
-			return err
+		if locked == nil {
+			return fmt.Errorf("%w: %w", errTaskGone, store.ErrNotFound)
 		}
+		task := *locked
 		now := c.now()
 		outcome := Created
 		if op.ExternalID != "" {

@@ -9,6 +9,16 @@
 //
 // Lock order, kept everywhere (DESIGN.md "How the specs apply here"):
 // workspace → creation operation → task → steps and effect rows → outbox.
+//
+// Inside InTx, the writes that answer nothing but an error (InsertTask,
+// InsertOperation, InsertCreationStep, UpdateTask, SetTaskCreationState,
+// UpdateOperation, UpdateCreationStep) may be sent
+// later, with the transaction's next statement that returns data or with its
+// commit: PostgreSQL pipelines them into that round trip. Their failure then
+// surfaces from that later call, with the failed write's own message, and
+// fails the transaction just as if the write had failed at once. The updates
+// among them are therefore called only on rows the transaction holds
+// locked (or wrote itself), whose existence is certain.
 package store
 
 import (
@@ -184,8 +194,6 @@ type TaskQueries interface {
 	// never listed.
 	ListTasks(ctx context.Context, page TaskPage) ([]Task, error)
 	CountActiveTasksInStep(ctx context.Context, workspaceID, stepID string) (int, error)
-	// SetTaskIdentifier sets the identifier allocated for a task.
-	SetTaskIdentifier(ctx context.Context, taskID, identifier string) error
 	// UpdateTask writes the mutable fields, the revision and the creation
 	// state of t (callers pass a task they loaded).
 	UpdateTask(ctx context.Context, t Task) error
@@ -283,6 +291,10 @@ type LedgerQueries interface {
 	// by kind, key) with row locks, in that order, in one round trip where
 	// the driver can.
 	LockOperationAndSteps(ctx context.Context, id string) (Operation, []CreationStep, error)
+	// LockCreation is LockOperationAndSteps followed by the operation's task,
+	// also locked, in the same round trip; the task is nil when its row is
+	// gone.
+	LockCreation(ctx context.Context, id string) (Operation, []CreationStep, *Task, error)
 	// UpdateOperation writes state, release_applied, outcome, event_id,
 	// recovery_action, generation, lease and error.
 	UpdateOperation(ctx context.Context, op Operation) error

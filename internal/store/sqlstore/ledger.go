@@ -50,22 +50,47 @@ func (q queries) GetOperation(ctx context.Context, id string) (store.Operation, 
 func (q queries) LockOperationAndSteps(ctx context.Context, id string) (store.Operation, []store.CreationStep, error) {
 	var op store.Operation
 	var steps []store.CreationStep
-	err := q.batch(ctx,
-		BatchQuery{SQL: `SELECT ` + operationColumns + ` FROM task_creation_operations WHERE id = $1` + q.d.ForUpdate(),
+	err := q.batch(ctx, q.lockOperationQueries(id, &op, &steps)...)
+	return op, steps, q.wrap("lock creation operation", err)
+}
+
+func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, []store.CreationStep, *store.Task, error) {
+	var op store.Operation
+	var steps []store.CreationStep
+	var task *store.Task
+	err := q.batch(ctx, append(q.lockOperationQueries(id, &op, &steps),
+		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks
+			WHERE id = (SELECT task_id FROM task_creation_operations WHERE id = $1)` + q.d.ForUpdate(),
+			Args: []any{id}, Scan: func(r Rows) error {
+				if !r.Next() {
+					return nil
+				}
+				t, err := scanTask(r)
+				task = &t
+				return err
+			}})...)
+	return op, steps, task, q.wrap("lock creation", err)
+}
+
+// lockOperationQueries read the operation, then its steps, locked (the
+// lock order), into op and steps.
+func (q queries) lockOperationQueries(id string, op *store.Operation, steps *[]store.CreationStep) []BatchQuery {
+	return []BatchQuery{
+		{SQL: `SELECT ` + operationColumns + ` FROM task_creation_operations WHERE id = $1` + q.d.ForUpdate(),
 			Args: []any{id}, Scan: func(r Rows) error {
 				if !r.Next() {
 					return ErrNoRows
 				}
 				var err error
-				op, err = scanOperation(r)
+				*op, err = scanOperation(r)
 				return err
 			}},
-		BatchQuery{SQL: stepsByOperation + q.d.ForUpdate(), Args: []any{id}, Scan: func(r Rows) error {
+		{SQL: stepsByOperation + q.d.ForUpdate(), Args: []any{id}, Scan: func(r Rows) error {
 			var err error
-			steps, err = scanCreationSteps(r)
+			*steps, err = scanCreationSteps(r)
 			return err
-		}})
-	return op, steps, q.wrap("lock creation operation", err)
+		}},
+	}
 }
 
 func (q queries) UpdateOperation(ctx context.Context, op store.Operation) error {

@@ -152,11 +152,6 @@ func (q queries) CountActiveTasksInStep(ctx context.Context, workspaceID, stepID
 	return n, q.wrap("count tasks in step", err)
 }
 
-func (q queries) SetTaskIdentifier(ctx context.Context, taskID, identifier string) error {
-	return q.execLater(ctx, "set task identifier", exactlyOne("set task identifier"),
-		`UPDATE tasks SET identifier = $2 WHERE id = $1`, taskID, identifier)
-}
-
 func (q queries) UpdateTask(ctx context.Context, t store.Task) error {
 	sp, sk, sr, su := sourceArgs(t.Source)
 	return q.execLater(ctx, "update task", exactlyOne("update task"),
@@ -206,14 +201,6 @@ func (q queries) SettleExternalID(ctx context.Context, taskID, externalID string
 }
 
 func (q queries) SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	n, err := q.ex.Exec(ctx, `UPDATE tasks SET creation_state = $2, updated_at = $3 WHERE id = $1`, taskID, state, at)
-	if err != nil {
-		return q.wrap("set creation state", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("set creation state: %w", store.ErrNotFound)
-	}
-	return nil
+	return q.execLater(ctx, "set creation state", exactlyOne("set creation state"),
+		`UPDATE tasks SET creation_state = $2, updated_at = $3 WHERE id = $1`, taskID, state, at)
 }

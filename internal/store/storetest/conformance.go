@@ -583,7 +583,7 @@ func testTransactionWrites(t *testing.T, s *sqlstore.Store) {
 			if err := tx.InsertTask(ctx, newTask("ws", "ext-3", 3)); err != nil {
 				return err
 			}
-			if err := tx.SetTaskIdentifier(ctx, uuid.NewString(), "WS-99"); err != nil {
+			if err := tx.SetTaskCreationState(ctx, uuid.NewString(), store.CreationComplete, epoch); err != nil {
 				return err
 			}
 			_, err := tx.GetWorkspace(ctx, "ws")
