@@ -157,11 +157,13 @@ type Worker struct {
 	now    func() time.Time
 	opts   WorkerOptions
 
-	// wake is closed (and replaced) on every notification. A goroutine takes
-	// it before claiming, so a notification that arrives while it claims or
-	// computes its sleep is never missed.
-	wakeMu sync.Mutex
-	wake   chan struct{}
+	// wakeups holds one token per wake-up owed to an idle goroutine: a
+	// notification wakes one, and a goroutine that claimed a full batch
+	// passes a token on, so a burst brings in as many goroutines as it
+	// needs and a single delivery does not send every idle one claiming.
+	// A notification that arrives while every goroutine is busy stays
+	// here for the next one that idles, so it is never missed.
+	wakeups chan struct{}
 }
 
 // NewWorker returns a worker; Run starts it.
@@ -172,7 +174,8 @@ func NewWorker(st store.Store, proc Processor, logger *slog.Logger, now func() t
 	if now == nil {
 		now = time.Now
 	}
-	return &Worker{st: st, proc: proc, logger: logger, now: now, opts: opts.withDefaults(), wake: make(chan struct{})}
+	opts = opts.withDefaults()
+	return &Worker{st: st, proc: proc, logger: logger, now: now, opts: opts, wakeups: make(chan struct{}, opts.Concurrency)}
 }
 
 // Run processes deliveries with Concurrency goroutines until ctx ends, then
@@ -213,23 +216,21 @@ func (w *Worker) listen(ctx context.Context) {
 			w.sleep(ctx, w.opts.MaxIdle)
 			continue
 		}
-		w.wakeMu.Lock()
-		close(w.wake)
-		w.wake = make(chan struct{})
-		w.wakeMu.Unlock()
+		w.wakeOne()
 	}
 }
 
-func (w *Worker) wakeChan() <-chan struct{} {
-	w.wakeMu.Lock()
-	defer w.wakeMu.Unlock()
-	return w.wake
+// wakeOne wakes one idle goroutine (or the next to idle).
+func (w *Worker) wakeOne() {
+	select {
+	case w.wakeups <- struct{}{}:
+	default: // enough wake-ups are owed already
+	}
 }
 
 func (w *Worker) loop(ctx context.Context, owner string) {
 	failing := false
 	for ctx.Err() == nil {
-		wake := w.wakeChan()
 		w.yield(ctx)
 		n, err := w.claimAndProcess(ctx, owner)
 		if err != nil {
@@ -248,7 +249,7 @@ func (w *Worker) loop(ctx context.Context, owner string) {
 			failing = false
 		}
 		if n == 0 {
-			w.idle(ctx, wake)
+			w.idle(ctx)
 		}
 	}
 }
@@ -271,6 +272,9 @@ func (w *Worker) claimAndProcess(ctx context.Context, owner string) (int, error)
 	if err != nil {
 		return 0, fmt.Errorf("claim deliveries: %w", err)
 	}
+	if len(ds) == w.opts.BatchSize {
+		w.wakeOne() // there may be more: bring in another goroutine
+	}
 	for _, d := range ds {
 		w.handle(ctx, owner, d)
 	}
@@ -278,7 +282,7 @@ func (w *Worker) claimAndProcess(ctx context.Context, owner string) (int, error)
 }
 
 // idle waits for a notification, the next due delivery, or MaxIdle.
-func (w *Worker) idle(ctx context.Context, wake <-chan struct{}) {
+func (w *Worker) idle(ctx context.Context) {
 	wait := w.opts.MaxIdle
 	due, err := w.st.NextDeliveryDue(ctx)
 	if err == nil && !due.IsZero() {
@@ -294,7 +298,7 @@ func (w *Worker) idle(ctx context.Context, wake <-chan struct{}) {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-wake:
+	case <-w.wakeups:
 	case <-t.C:
 	}
 }

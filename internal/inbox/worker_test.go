@@ -559,3 +559,67 @@ func TestWorkerYieldIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// wakeCountingStore counts claims and idle waits, and delivers
+// notifications only when the test sends one.
+type wakeCountingStore struct {
+	store.Store
+	notes         chan struct{}
+	claims, idles atomic.Int64
+}
+
+func (s *wakeCountingStore) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]store.Delivery, error) {
+	s.claims.Add(1)
+	return s.Store.ClaimDeliveries(ctx, owner, now, lease, limit)
+}
+
+func (s *wakeCountingStore) NextDeliveryDue(ctx context.Context) (time.Time, error) {
+	s.idles.Add(1)
+	return s.Store.NextDeliveryDue(ctx)
+}
+
+func (s *wakeCountingStore) WaitForNotification(ctx context.Context, _ string) error {
+	select {
+	case <-s.notes:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestWorkerWakesOneGoroutinePerNotification: a notification sends one idle
+// goroutine claiming, not all of them; a goroutine that claims a full batch
+// brings in another.
+func TestWorkerWakesOneGoroutinePerNotification(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		clock := newTestClock()
+		cs := &wakeCountingStore{Store: st, notes: make(chan struct{})}
+		const goroutines = 4
+		w := NewWorker(cs, newFakeProcessor(), testLogger(t), clock.Now, WorkerOptions{Concurrency: goroutines,
+			BatchSize: 2, MaxIdle: time.Hour})
+		runInBackground(t, w.Run)
+		idleAt := func(n int64) {
+			waitFor(t, fmt.Sprintf("%d idle waits", n), func() bool { return cs.idles.Load() == n })
+		}
+		idleAt(goroutines) // each claimed nothing and idles
+
+		// One delivery: one goroutine claims it, then claims again (nothing)
+		// and idles; the others never move.
+		id := insert(t, st, clock.Now(), body("e-one", modeOK))[0]
+		cs.notes <- struct{}{}
+		waitStatus(t, st, id, store.DeliverySucceeded, nil)
+		idleAt(goroutines + 1)
+		if got, want := cs.claims.Load(), int64(goroutines+2); got != want {
+			t.Errorf("claims after one delivery = %d, want %d (one goroutine woken)", got, want)
+		}
+
+		// A full batch brings in a second goroutine.
+		ids := insert(t, st, clock.Now(), body("e-a", modeOK), body("e-b", modeOK), body("e-c", modeOK))
+		cs.notes <- struct{}{}
+		for _, id := range ids {
+			waitStatus(t, st, id, store.DeliverySucceeded, nil)
+		}
+		waitFor(t, "a second goroutine to join", func() bool { return cs.idles.Load() >= goroutines+3 })
+	})
+}
