@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,7 +158,7 @@ func (d *Driver) writerStmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := d.wstmts[q]; ok {
 		return st, nil
 	}
-	st, err := d.wconn.PrepareContext(ctx, rebind(q))
+	st, err := d.wconn.PrepareContext(ctx, rebind(q).sql)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func (d *Driver) readerStmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := d.rstmts.Load(q); ok {
 		return st.(*sql.Stmt), nil
 	}
-	st, err := d.reader.PrepareContext(ctx, rebind(q))
+	st, err := d.reader.PrepareContext(ctx, rebind(q).sql)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +223,11 @@ func (d *Driver) execWriter(ctx context.Context, q string, args ...any) (int64, 
 	if err != nil {
 		return 0, err
 	}
-	res, err := st.ExecContext(ctx, convertArgs(args)...)
+	bound, err := convertArgs(q, args)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, bound...)
 	if err != nil {
 		return 0, err
 	}
@@ -239,7 +244,11 @@ func queryStmt(ctx context.Context, prepare func(context.Context, string) (*sql.
 	if err != nil {
 		return nil, err
 	}
-	r, err := st.QueryContext(ctx, convertArgs(args)...)
+	bound, err := convertArgs(q, args)
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.QueryContext(ctx, bound...)
 	if err != nil {
 		return nil, err
 	}
@@ -505,23 +514,59 @@ func (d *Driver) Close() {
 	})
 }
 
-// Placeholders: $N → ?N (SQLite's numbered parameters).
-var rebindCache sync.Map
-
-func rebind(q string) string {
-	if v, ok := rebindCache.Load(q); ok {
-		return v.(string)
-	}
-	out := strings.ReplaceAll(q, "$", "?")
-	rebindCache.Store(q, out)
-	return out
+// Placeholders: $N → anonymous ?, the arguments arranged in the order the
+// placeholders appear (a reused $N is passed again). Numbered ?N would do
+// without arranging, but the driver looks each one's name up in a list, so
+// binding a 1,000-parameter multi-row INSERT cost O(n²).
+type rebound struct {
+	sql    string
+	order  []int // argument index of each placeholder, in text order
+	params int   // arguments the query takes: the highest $N
 }
 
-// Times travel as unix microseconds.
-func convertArgs(args []any) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		switch v := a.(type) {
+var rebindCache sync.Map // query → *rebound
+
+func rebind(q string) *rebound {
+	if v, ok := rebindCache.Load(q); ok {
+		return v.(*rebound)
+	}
+	rb := &rebound{}
+	var b strings.Builder
+	b.Grow(len(q))
+	for i := 0; i < len(q); i++ {
+		if q[i] != '$' {
+			b.WriteByte(q[i])
+			continue
+		}
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		n, err := strconv.Atoi(q[i+1 : j])
+		if err != nil || n < 1 {
+			b.WriteByte(q[i]) // not a placeholder: SQLite reports it
+			continue
+		}
+		b.WriteByte('?')
+		rb.order = append(rb.order, n-1)
+		rb.params = max(rb.params, n)
+		i = j - 1
+	}
+	rb.sql = b.String()
+	rebindCache.Store(q, rb)
+	return rb
+}
+
+// convertArgs arranges args for q's placeholders; times travel as unix
+// microseconds.
+func convertArgs(q string, args []any) ([]any, error) {
+	rb := rebind(q)
+	if len(args) != rb.params {
+		return nil, fmt.Errorf("sqlite: query takes %d arguments, got %d", rb.params, len(args))
+	}
+	out := make([]any, len(rb.order))
+	for i, n := range rb.order {
+		switch v := args[n].(type) {
 		case time.Time:
 			out[i] = v.UnixMicro()
 		case *time.Time:
@@ -531,10 +576,10 @@ func convertArgs(args []any) []any {
 				out[i] = v.UnixMicro()
 			}
 		default:
-			out[i] = a
+			out[i] = args[n]
 		}
 	}
-	return out
+	return out, nil
 }
 
 type timeDest struct {
