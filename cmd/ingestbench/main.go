@@ -7,7 +7,10 @@
 // talks to it over loopback only; every loop is bounded in count and time.
 //
 //	go build -o /tmp/gateway ./cmd/gateway
-//	go run ./cmd/ingestbench --gateway /tmp/gateway --database-url sqlite:/tmp/bench.db
+//	go run ./cmd/ingestbench --gateway /tmp/gateway --database-url sqlite:x --rounds 3
+//
+// With a postgres:// URL each run gets a fresh schema, dropped afterwards,
+// and starts from a CHECKPOINT.
 package main
 
 import (
