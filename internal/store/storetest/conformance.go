@@ -345,6 +345,17 @@ func testDeliveryBodies(t *testing.T, s *sqlstore.Store) {
 			t.Errorf("%s: read back %d bytes (encoding %q), want the %d bytes received", tc.name, len(got.Body), got.BodyEncoding, len(want))
 		}
 	}
+	// A row stored before bodies had an encoding (migration 00005) reads
+	// back as it was stored.
+	old := uuid.NewString()
+	_, err := s.Driver().Exec(ctx, `INSERT INTO deliveries (id, connection_id, provider, event, delivery_key, headers, body,
+		status, attempts, next_attempt_at, received_at) VALUES ($1, 'gh', 'github', 'issues', 'before-00005', '{}', $2,
+		'succeeded', 1, $3, $3)`, old, webhook, epoch)
+	must(t, err)
+	if got, err := s.GetDelivery(ctx, old); err != nil || !bytes.Equal(got.Body, webhook) {
+		t.Errorf("row from before body encodings: %d bytes (err %v), want the %d stored", len(got.Body), err, len(webhook))
+	}
+
 	claimed, err := s.ClaimDeliveries(ctx, "w1", epoch, time.Minute, len(tests))
 	must(t, err)
 	if len(claimed) != len(tests) {
