@@ -580,11 +580,7 @@ func (t *pgTx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row
 	if t.direct() {
 		return row{t.conn.QueryRow(ctx, q, args...)}
 	}
-	r, err := t.Query(ctx, q, args...)
-	if err != nil {
-		return errRow{err}
-	}
-	return firstRow{r}
+	return sqlstore.FirstRow(t.Query(ctx, q, args...))
 }
 
 func (t *pgTx) QueryBatch(ctx context.Context, qs []sqlstore.BatchQuery) error {
@@ -655,25 +651,4 @@ type batchRows struct {
 func (r batchRows) Close() {
 	r.rows.Close()
 	_ = r.br.Close()
-}
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
-
-// firstRow reads the first row of a result set, then closes it.
-type firstRow struct{ r sqlstore.Rows }
-
-func (r firstRow) Scan(dest ...any) error {
-	defer r.r.Close()
-	if !r.r.Next() {
-		if err := r.r.Err(); err != nil {
-			return err
-		}
-		return sqlstore.ErrNoRows
-	}
-	if err := r.r.Scan(dest...); err != nil {
-		return err
-	}
-	return r.r.Err()
 }

@@ -276,32 +276,7 @@ func (d *Driver) Query(ctx context.Context, q string, args ...any) (sqlstore.Row
 }
 
 func (d *Driver) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	r, err := d.Query(ctx, q, args...)
-	if err != nil {
-		return errRow{err}
-	}
-	return rowsRow{r}
-}
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
-
-// rowsRow reads the first row of a result set, then closes it.
-type rowsRow struct{ r sqlstore.Rows }
-
-func (r rowsRow) Scan(dest ...any) error {
-	defer r.r.Close()
-	if !r.r.Next() {
-		if err := r.r.Err(); err != nil {
-			return err
-		}
-		return sqlstore.ErrNoRows
-	}
-	if err := r.r.Scan(dest...); err != nil {
-		return err
-	}
-	return r.r.Err()
+	return sqlstore.FirstRow(d.Query(ctx, q, args...))
 }
 
 // Begin starts a BEGIN IMMEDIATE transaction on the writer.
@@ -667,9 +642,9 @@ func (t *sqliteTx) Query(ctx context.Context, q string, args ...any) (sqlstore.R
 func (t *sqliteTx) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
 	r, err := t.d.queryWriter(ctx, q, args...)
 	if err != nil {
-		return errRow{err}
+		return sqlstore.FirstRow(nil, err) // not a typed nil in the interface
 	}
-	return rowsRow{r}
+	return sqlstore.FirstRow(r, nil)
 }
 
 func (t *sqliteTx) Commit(ctx context.Context) error {

@@ -79,6 +79,36 @@ type Batcher interface {
 	QueryBatch(ctx context.Context, qs []BatchQuery) error
 }
 
+// FirstRow is the Row of a query's result set, for drivers that answer
+// QueryRow with Query: it scans the first row (ErrNoRows when there is none)
+// and closes the set; a failed query's error is what Scan returns.
+func FirstRow(r Rows, err error) Row {
+	if err != nil {
+		return errRow{err}
+	}
+	return firstRow{r}
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+type firstRow struct{ r Rows }
+
+func (r firstRow) Scan(dest ...any) error {
+	defer r.r.Close()
+	if !r.r.Next() {
+		if err := r.r.Err(); err != nil {
+			return err
+		}
+		return ErrNoRows
+	}
+	if err := r.r.Scan(dest...); err != nil {
+		return err
+	}
+	return r.r.Err()
+}
+
 // ErrNoRows is what drivers' Row.Scan returns when no row matched.
 var ErrNoRows = errors.New("sqlstore: no rows")
 
