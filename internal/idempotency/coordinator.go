@@ -502,8 +502,9 @@ func lockVerified(ctx context.Context, tx store.Queries, opID string, h *Creatio
 	return verifyLocked(op, steps, err, opID, h)
 }
 
-// lockVerifiedCreation is lockVerified that also locks the operation's task,
-// after its steps, in the same round trip; the task is nil when it is gone.
+// lockVerifiedCreation is lockVerified that also locks the operation's task
+// (operation, task, steps: the lock order), in the same round trip; the task
+// is nil when it is gone.
 func lockVerifiedCreation(ctx context.Context, tx store.Queries, opID string, h *CreationHandle) (store.Operation, []store.CreationStep, *store.Task, error) {
 	op, steps, task, err := tx.LockCreation(ctx, opID)
 	op, steps, err = verifyLocked(op, steps, err, opID, h)

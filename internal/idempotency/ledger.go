@@ -335,7 +335,8 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 	var replay *Result
 	taskGone := false
 	err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
-		// The task's row lock is taken with the operation's and the steps'.
+		// The task's row lock is taken with the operation's and the steps'
+		// (store.LockCreation).
 		op, steps, task, err := c.lockFencedCreation(ctx, tx, opID, f)
 		if err != nil {
 			return err

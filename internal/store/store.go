@@ -291,9 +291,9 @@ type LedgerQueries interface {
 	// by kind, key) with row locks, in that order, in one round trip where
 	// the driver can.
 	LockOperationAndSteps(ctx context.Context, id string) (Operation, []CreationStep, error)
-	// LockCreation is LockOperationAndSteps followed by the operation's task,
-	// also locked, in the same round trip; the task is nil when its row is
-	// gone.
+	// LockCreation locks the operation, its task and its steps, in that
+	// order (the lock order), in one round trip where the driver can; the
+	// task is nil when its row is gone.
 	LockCreation(ctx context.Context, id string) (Operation, []CreationStep, *Task, error)
 	// UpdateOperation writes state, release_applied, outcome, event_id,
 	// recovery_action, generation, lease and error.

@@ -50,15 +50,16 @@ func (q queries) GetOperation(ctx context.Context, id string) (store.Operation, 
 func (q queries) LockOperationAndSteps(ctx context.Context, id string) (store.Operation, []store.CreationStep, error) {
 	var op store.Operation
 	var steps []store.CreationStep
-	err := q.batch(ctx, q.lockOperationQueries(id, &op, &steps)...)
+	err := q.batch(ctx, q.lockOperationQuery(id, &op), q.lockStepsQuery(id, &steps))
 	return op, steps, q.wrap("lock creation operation", err)
 }
 
+// LockCreation locks in the documented order: operation, task, steps.
 func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, []store.CreationStep, *store.Task, error) {
 	var op store.Operation
 	var steps []store.CreationStep
 	var task *store.Task
-	err := q.batch(ctx, append(q.lockOperationQueries(id, &op, &steps),
+	err := q.batch(ctx, q.lockOperationQuery(id, &op),
 		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks
 			WHERE id = (SELECT task_id FROM task_creation_operations WHERE id = $1)` + q.d.ForUpdate(),
 			Args: []any{id}, Scan: func(r Rows) error {
@@ -68,29 +69,29 @@ func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, 
 				t, err := scanTask(r)
 				task = &t
 				return err
-			}})...)
+			}},
+		q.lockStepsQuery(id, &steps))
 	return op, steps, task, q.wrap("lock creation", err)
 }
 
-// lockOperationQueries read the operation, then its steps, locked (the
-// lock order), into op and steps.
-func (q queries) lockOperationQueries(id string, op *store.Operation, steps *[]store.CreationStep) []BatchQuery {
-	return []BatchQuery{
-		{SQL: `SELECT ` + operationColumns + ` FROM task_creation_operations WHERE id = $1` + q.d.ForUpdate(),
-			Args: []any{id}, Scan: func(r Rows) error {
-				if !r.Next() {
-					return ErrNoRows
-				}
-				var err error
-				*op, err = scanOperation(r)
-				return err
-			}},
-		{SQL: stepsByOperation + q.d.ForUpdate(), Args: []any{id}, Scan: func(r Rows) error {
+func (q queries) lockOperationQuery(id string, op *store.Operation) BatchQuery {
+	return BatchQuery{SQL: `SELECT ` + operationColumns + ` FROM task_creation_operations WHERE id = $1` + q.d.ForUpdate(),
+		Args: []any{id}, Scan: func(r Rows) error {
+			if !r.Next() {
+				return ErrNoRows
+			}
 			var err error
-			*steps, err = scanCreationSteps(r)
+			*op, err = scanOperation(r)
 			return err
-		}},
-	}
+		}}
+}
+
+func (q queries) lockStepsQuery(id string, steps *[]store.CreationStep) BatchQuery {
+	return BatchQuery{SQL: stepsByOperation + q.d.ForUpdate(), Args: []any{id}, Scan: func(r Rows) error {
+		var err error
+		*steps, err = scanCreationSteps(r)
+		return err
+	}}
 }
 
 func (q queries) UpdateOperation(ctx context.Context, op store.Operation) error {

@@ -39,7 +39,7 @@ func Conformance(t *testing.T, dialect string) {
 		{"migrations are replay-safe", testMigrateTwice},
 		{"writes in a transaction apply in order and fail it", testTransactionWrites},
 		{"a lost delivery lease still releases its entity lease", testFinishAfterLostLease},
-		{"operation and steps are read together", testLockOperationAndSteps},
+		{"operation, steps and task are read together", testLockOperationAndSteps},
 		{"source entity lookup", testLookupSourceEntity},
 	}
 	for _, tc := range tests {
@@ -710,6 +710,22 @@ func testLockOperationAndSteps(t *testing.T, s *sqlstore.Store) {
 	})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing operation err = %v, want ErrNotFound", err)
+	}
+	// LockCreation adds the task, or nil once its row is gone.
+	for _, wantTask := range []bool{true, false} {
+		if !wantTask {
+			must(t, s.DeleteTask(ctx, task.ID))
+		}
+		must(t, s.InTx(ctx, func(tx store.Queries) error {
+			got, gotSteps, gotTask, err := tx.LockCreation(ctx, op.ID)
+			if err != nil {
+				return err
+			}
+			if got.ID != op.ID || len(gotSteps) != 2 || (gotTask != nil) != wantTask || (wantTask && gotTask.ID != task.ID) {
+				t.Errorf("lock creation (task present %v) = operation %s, %d steps, task %+v", wantTask, got.ID, len(gotSteps), gotTask)
+			}
+			return nil
+		}))
 	}
 }
 
