@@ -141,25 +141,19 @@ func (d *Driver) QueryBatch(ctx context.Context, qs []sqlstore.BatchQuery) error
 	return scanBatch(br, qs)
 }
 
-// scanBatch reads one result set per query, in order, then closes br.
+// scanBatch reads one result set per query from br, then closes it.
 func scanBatch(br pgx.BatchResults, qs []sqlstore.BatchQuery) error {
-	for _, q := range qs {
+	err := sqlstore.ScanBatch(qs, func(sqlstore.BatchQuery) (sqlstore.Rows, error) {
 		r, err := br.Query()
 		if err != nil {
-			_ = br.Close()
-			return err
+			return nil, err
 		}
-		err = q.Scan(rows{r: r})
-		r.Close()
-		if err == nil {
-			err = r.Err()
-		}
-		if err != nil {
-			_ = br.Close()
-			return err
-		}
+		return rows{r}, nil
+	})
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
-	return br.Close()
+	return err
 }
 
 // LockOutbox takes the outbox's transaction-scoped advisory lock; in a

@@ -72,6 +72,28 @@ type BatchQuery struct {
 	Scan func(Rows) error
 }
 
+// ScanBatch reads one result set per query, in order: next opens the set of
+// the query it is given (the driver's pipeline result, or a plain Query),
+// and each set is handed to its Scan and closed. It stops at the first
+// error.
+func ScanBatch(qs []BatchQuery, next func(BatchQuery) (Rows, error)) error {
+	for _, q := range qs {
+		rows, err := next(q)
+		if err != nil {
+			return err
+		}
+		err = q.Scan(rows)
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Batcher is implemented by executors that can send several reads in one
 // round trip (PostgreSQL pipelines them; a transaction also flushes its
 // deferred statements ahead of them). The reads run in order.

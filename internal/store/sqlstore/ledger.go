@@ -62,28 +62,17 @@ func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, 
 	err := q.batch(ctx, q.lockOperationQuery(id, &op),
 		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks
 			WHERE id = (SELECT task_id FROM task_creation_operations WHERE id = $1)` + q.d.ForUpdate(),
-			Args: []any{id}, Scan: func(r Rows) error {
-				if !r.Next() {
-					return nil
-				}
-				t, err := scanTask(r)
-				task = &t
-				return err
-			}},
+			Args: []any{id}, Scan: optionalTask(&task)},
 		q.lockStepsQuery(id, &steps))
 	return op, steps, task, q.wrap("lock creation", err)
 }
 
 func (q queries) lockOperationQuery(id string, op *store.Operation) BatchQuery {
 	return BatchQuery{SQL: `SELECT ` + operationColumns + ` FROM task_creation_operations WHERE id = $1` + q.d.ForUpdate(),
-		Args: []any{id}, Scan: func(r Rows) error {
-			if !r.Next() {
-				return ErrNoRows
-			}
-			var err error
+		Args: []any{id}, Scan: requiredRow(func(r Row) (err error) {
 			*op, err = scanOperation(r)
 			return err
-		}}
+		})}
 }
 
 func (q queries) lockStepsQuery(id string, steps *[]store.CreationStep) BatchQuery {

@@ -201,21 +201,28 @@ func (q queries) batch(ctx context.Context, qs ...BatchQuery) error {
 	if b, ok := q.ex.(Batcher); ok {
 		return b.QueryBatch(ctx, qs)
 	}
-	for _, bq := range qs {
-		rows, err := q.ex.Query(ctx, bq.SQL, bq.Args...)
-		if err != nil {
+	return ScanBatch(qs, func(bq BatchQuery) (Rows, error) { return q.ex.Query(ctx, bq.SQL, bq.Args...) })
+}
+
+// requiredRow is a batch Scan for a read that must find a row: scan gets
+// the first one, and no row is ErrNoRows.
+func requiredRow(scan func(Row) error) func(Rows) error {
+	return func(r Rows) error { return scan(FirstRow(r, nil)) }
+}
+
+// optionalTask is a batch Scan that leaves *dst nil when no task matched.
+func optionalTask(dst **store.Task) func(Rows) error {
+	return func(r Rows) error {
+		t, err := scanTask(FirstRow(r, nil))
+		switch {
+		case errors.Is(err, ErrNoRows):
+			return nil
+		case err != nil:
 			return err
 		}
-		err = bq.Scan(rows)
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
-		if err != nil {
-			return err
-		}
+		*dst = &t
+		return nil
 	}
-	return nil
 }
 
 // write runs fn in a transaction unless q already is one, so that multi-

@@ -28,36 +28,32 @@ func scanSuppression(r Row) (store.Suppression, error) {
 func (q queries) GetSuppression(ctx context.Context, workspaceID, externalID string) (store.Suppression, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	s, err := scanSuppression(q.ex.QueryRow(ctx, `SELECT workspace_id, external_id, task_id, reason, created_at
-		FROM suppressions WHERE workspace_id = $1 AND external_id = $2`, workspaceID, externalID))
+	s, err := scanSuppression(q.ex.QueryRow(ctx, suppressionByExternalID, workspaceID, externalID))
 	return s, q.wrap("get suppression", err)
 }
+
+// The reads of one (workspace_id, external_id), each also a method of its own.
+const (
+	suppressionByExternalID = `SELECT workspace_id, external_id, task_id, reason, created_at
+		FROM suppressions WHERE workspace_id = $1 AND external_id = $2`
+	aliasByExternalID = `SELECT task_id FROM source_aliases WHERE workspace_id = $1 AND external_id = $2`
+)
 
 func (q queries) LookupSourceEntity(ctx context.Context, workspaceID, externalID string) (store.SourceEntity, error) {
 	var e store.SourceEntity
 	args := []any{workspaceID, externalID}
 	err := q.batch(ctx,
-		BatchQuery{SQL: `SELECT 1 FROM suppressions WHERE workspace_id = $1 AND external_id = $2`, Args: args,
-			Scan: func(r Rows) error {
-				e.Suppressed = r.Next()
+		BatchQuery{SQL: suppressionByExternalID, Args: args, Scan: func(r Rows) error {
+			e.Suppressed = r.Next()
+			return nil
+		}},
+		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks WHERE ` + taskByExternalID, Args: args, Scan: optionalTask(&e.Task)},
+		BatchQuery{SQL: aliasByExternalID, Args: args, Scan: func(r Rows) error {
+			if !r.Next() {
 				return nil
-			}},
-		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks WHERE workspace_id = $1 AND external_id = $2`, Args: args,
-			Scan: func(r Rows) error {
-				if !r.Next() {
-					return nil
-				}
-				t, err := scanTask(r)
-				e.Task = &t
-				return err
-			}},
-		BatchQuery{SQL: `SELECT task_id FROM source_aliases WHERE workspace_id = $1 AND external_id = $2`, Args: args,
-			Scan: func(r Rows) error {
-				if !r.Next() {
-					return nil
-				}
-				return r.Scan(&e.AliasTaskID)
-			}})
+			}
+			return r.Scan(&e.AliasTaskID)
+		}})
 	return e, q.wrap("lookup source entity", err)
 }
 
@@ -110,8 +106,7 @@ func (q queries) ResolveAlias(ctx context.Context, workspaceID, externalID strin
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var id string
-	err := q.ex.QueryRow(ctx, `SELECT task_id FROM source_aliases WHERE workspace_id = $1 AND external_id = $2`,
-		workspaceID, externalID).Scan(&id)
+	err := q.ex.QueryRow(ctx, aliasByExternalID, workspaceID, externalID).Scan(&id)
 	return id, q.wrap("resolve alias", err)
 }
 

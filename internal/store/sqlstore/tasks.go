@@ -101,10 +101,12 @@ func (q queries) LockTask(ctx context.Context, id string) (store.Task, error) {
 	return q.getTask(ctx, "lock task", `id = $1`+q.d.ForUpdate(), id)
 }
 
+// taskByExternalID is the predicate of the uniq_tasks_external_id lookup.
+const taskByExternalID = `workspace_id = $1 AND external_id = $2`
+
 // LookupTaskByExternalID is the single indexed read of the Found path.
 func (q queries) LookupTaskByExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error) {
-	return q.getTask(ctx, "lookup task by external id",
-		`workspace_id = $1 AND external_id = $2`, workspaceID, externalID)
+	return q.getTask(ctx, "lookup task by external id", taskByExternalID, workspaceID, externalID)
 }
 
 func (q queries) FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (store.Task, error) {

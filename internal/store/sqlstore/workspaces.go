@@ -77,14 +77,10 @@ func (q queries) getWorkspace(ctx context.Context, id, lock string) (store.Works
 	var ws store.Workspace
 	err := q.batch(ctx,
 		BatchQuery{SQL: `SELECT ` + workspaceColumns + ` FROM workspaces WHERE id = $1` + lock, Args: []any{id},
-			Scan: func(r Rows) error {
-				if !r.Next() {
-					return ErrNoRows
-				}
-				var err error
+			Scan: requiredRow(func(r Row) (err error) {
 				ws, err = scanWorkspace(r)
 				return err
-			}},
+			})},
 		BatchQuery{SQL: stepsQuery + ` WHERE workspace_id = $1` + stepsOrder, Args: []any{id},
 			Scan: func(r Rows) error {
 				steps, err := scanWorkflowSteps(r)
