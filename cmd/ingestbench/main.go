@@ -235,19 +235,11 @@ connections:
 // Every run starts from a checkpoint (when the role may take one), so the
 // previous run's dirty pages and full-page writes do not land in this one.
 func freshSchema(url, schema string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "connect postgres:", err)
-		os.Exit(1)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema); err != nil {
+	if err := pgExec(url, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema); err != nil {
 		fmt.Fprintln(os.Stderr, "create schema:", err)
 		os.Exit(1)
 	}
-	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+	if err := pgExec(url, "CHECKPOINT"); err != nil {
 		fmt.Fprintln(os.Stderr, "checkpoint (runs are less comparable without it):", err)
 	}
 	sep := "?"
@@ -260,17 +252,22 @@ func freshSchema(url, schema string) string {
 // dropSchema removes a finished run's schema, so that its rows do not
 // weigh on the next run (autovacuum, checkpoints).
 func dropSchema(url, schema string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := pgExec(url, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		fmt.Fprintln(os.Stderr, "drop schema:", err)
+	}
+}
+
+// pgExec runs one statement on its own connection, bounded.
+func pgExec(url, sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "connect postgres:", err)
-		return
+		return fmt.Errorf("connect postgres: %w", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
-		fmt.Fprintln(os.Stderr, "drop schema:", err)
-	}
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
 
 // peakRSS reads VmHWM of a live process, in MB.

@@ -12,13 +12,13 @@
 //
 // Inside InTx, the writes that answer nothing but an error (InsertTask,
 // InsertOperation, InsertCreationStep, UpdateTask, SetTaskCreationState,
-// UpdateOperation, UpdateCreationStep) may be sent
-// later, with the transaction's next statement that returns data or with its
-// commit: PostgreSQL pipelines them into that round trip. Their failure then
+// UpdateOperation, UpdateCreationStep) may be sent later, with the
+// transaction's next statement that returns data or with its commit:
+// PostgreSQL pipelines them into that round trip. Their failure then
 // surfaces from that later call, with the failed write's own message, and
 // fails the transaction just as if the write had failed at once. The updates
-// among them are therefore called only on rows the transaction holds
-// locked (or wrote itself), whose existence is certain.
+// among them are therefore called only on rows the transaction holds locked
+// (or wrote itself), whose existence is certain.
 package store
 
 import (

@@ -219,7 +219,7 @@ func (q queries) ClaimDeliveries(ctx context.Context, owner string, now time.Tim
 	if err := rows.Err(); err != nil || len(out) == 0 {
 		return nil, q.wrap("claim deliveries", err)
 	}
-	// RETURNING has no order: oldest first, as picked.
+	// RETURNING has no order: oldest received first.
 	slices.SortFunc(out, func(a, b store.Delivery) int {
 		return cmp.Or(a.ReceivedAt.Compare(b.ReceivedAt), cmp.Compare(a.ID, b.ID))
 	})
