@@ -56,11 +56,20 @@ type Driver struct {
 }
 
 // Open opens (creating) the database file at path.
+//
+// The file holds webhook bodies and generated secrets, so what Open creates
+// is private to the gateway's user: the directory 0700 and the file 0600
+// (SQLite gives the -wal and -shm files the main file's permissions). An
+// existing directory or file keeps the permissions it has: they are the
+// operator's choice.
 func Open(ctx context.Context, path string) (*Driver, error) {
 	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create database directory: %w", err)
 		}
+	}
+	if err := createPrivate(path); err != nil {
+		return nil, err
 	}
 	pragmas := []string{"journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(1)", "busy_timeout(10000)"}
 	q := url.Values{}
@@ -101,6 +110,22 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 	d.stopCheckpoints, d.checkpointsDone = stop, make(chan struct{})
 	go d.checkpointLoop(loopCtx)
 	return d, nil
+}
+
+// createPrivate creates an empty database file readable only by its owner,
+// unless one exists (SQLite takes an empty file as an empty database).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	return nil
 }
 
 func (d *Driver) Dialect() string    { return store.DialectSQLite }
