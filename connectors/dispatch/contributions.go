@@ -26,19 +26,7 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 	assoc, err := a.st.GetAssociation(ctx, req.Provider, req.ConnectionID, req.ContributionID)
 	switch {
 	case err == nil:
-		task, err := a.st.GetTask(ctx, assoc.TaskID)
-		if errors.Is(err, store.ErrNotFound) {
-			out.Status, out.Result = store.DeliveryIgnored, "the associated task no longer exists"
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		out, err = a.followContribution(ctx, conn, ev, task, out)
-		if err != nil {
-			return out, err
-		}
-		return out, a.project(ctx, conn, c, task.ID)
+		return a.followAssociation(ctx, conn, ev, assoc, out)
 	case !errors.Is(err, store.ErrNotFound):
 		return out, err
 	}
@@ -81,6 +69,14 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 		return out, nil
 	}
 	out, err = a.create(ctx, conn, ev, []idempotency.RemoteContributionRequest{req}, out)
+	if errors.Is(err, idempotency.ErrStepFailed) {
+		// The PR/MR was linked to another task (an issue's) while its own
+		// creation ran: that creation was aborted, and the delivery follows
+		// the existing association instead.
+		if assoc, gerr := a.st.GetAssociation(ctx, req.Provider, req.ConnectionID, req.ContributionID); gerr == nil {
+			return a.followAssociation(ctx, conn, ev, assoc, inbox.Outcome{ExternalID: out.ExternalID, Action: out.Action})
+		}
+	}
 	if err != nil {
 		return out, err
 	}
@@ -93,6 +89,24 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 		}
 	}
 	return out, a.project(ctx, conn, c, out.TaskID)
+}
+
+// followAssociation applies the event to the task the PR/MR is associated
+// with and writes the projection.
+func (a *Applier) followAssociation(ctx context.Context, conn config.Connection, ev connectors.Event, assoc store.Association, out inbox.Outcome) (inbox.Outcome, error) {
+	task, err := a.st.GetTask(ctx, assoc.TaskID)
+	if errors.Is(err, store.ErrNotFound) {
+		out.Status, out.Result = store.DeliveryIgnored, "the associated task no longer exists"
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out, err = a.followContribution(ctx, conn, ev, task, out)
+	if err != nil {
+		return out, err
+	}
+	return out, a.project(ctx, conn, ev.Contribution, task.ID)
 }
 
 // followContribution updates the task a contribution is associated with: a

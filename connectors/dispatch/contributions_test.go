@@ -768,3 +768,135 @@ func TestWebhookKeepsProviderImposedRefreshDelay(t *testing.T) {
 		}
 	})
 }
+
+// A PR/MR that creates its own task is linked to an issue's task while that
+// creation is unfinished: the link is a recorded ledger operation, so the
+// creation's step — whether the live executor or recovery observes the row —
+// proves its own effect absent, the creation aborts (no task, no
+// task.created), and the PR stays linked to exactly the issue's task.
+func TestLinkDuringPullRequestCreationConverges(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// crash: the PR's creation dies after its step claim, the link
+		// happens, then recovery runs; otherwise the link lands between the
+		// claim and the effect write of a live creation.
+		crash bool
+	}{
+		{"crash after the step claim, linked before recovery", true},
+		{"linked while the step runs", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+				t.Parallel()
+				ctx := context.Background()
+				e := newEnv(t, st, githubConn())
+				var issueTask string
+				link := func() {
+					issueTask = e.process(e.github("issues.opened.json")).TaskID
+					out := e.process(e.github("pull_request.opened.closes-issue.json"))
+					if got, want := out.TaskID, issueTask; got != want {
+						t.Errorf("link delivery task = %v, want the issue's %v", got, want)
+					}
+				}
+				var fired atomic.Bool
+				e.coord.Failpoint = func(name string) error {
+					if name != idempotency.FailAfterStepClaim || !fired.CompareAndSwap(false, true) {
+						return nil
+					}
+					if tc.crash {
+						return errInjected
+					}
+					link()
+					return nil
+				}
+				out, err := e.processErr(e.github("pull_request.opened.json"))
+				if tc.crash {
+					if !errors.Is(err, errInjected) {
+						t.Fatalf("PR delivery = %v, want the injected crash", err)
+					}
+					pending, ok := e.byExternalID(ghPRExt)
+					if !ok || pending.CreationState != store.CreationPreparing {
+						t.Fatalf("PR task after the crash = %+v (found %v), want preparing", pending, ok)
+					}
+					link()
+					e.clock.Advance(5 * time.Minute)
+					rec := idempotency.NewRecoverer(e.coord, st, testLogger(t))
+					if n, err := rec.RunOnce(ctx); err != nil || n != 1 {
+						t.Fatalf("recovery settled %d (err %v), want 1", n, err)
+					}
+				} else {
+					if err != nil {
+						t.Fatalf("PR delivery = %v, want it to follow the link", err)
+					}
+					if got, want := out.TaskID, issueTask; got != want {
+						t.Errorf("PR delivery task = %v, want the issue's %v", got, want)
+					}
+					if got, want := statusOf(out), store.DeliverySucceeded; got != want {
+						t.Errorf("PR delivery status = %v, want %v", got, want)
+					}
+				}
+
+				// Converged: no operation left open, the PR's creation aborted.
+				if n := countRows(t, st, `SELECT COUNT(*) FROM task_creation_operations
+					WHERE state IN ('preparing', 'preparing-release', 'completing')`); n != 0 {
+					t.Errorf("open operations = %d, want 0", n)
+				}
+				if n := countRows(t, st, `SELECT COUNT(*) FROM task_creation_operations WHERE state = 'aborted'`); n != 1 {
+					t.Errorf("aborted operations = %d, want 1 (the PR's own creation)", n)
+				}
+				if _, ok := e.byExternalID(ghPRExt); ok {
+					t.Errorf("a task still holds the PR's external ID, want the creation aborted")
+				}
+				if got := e.tasks(); len(got) != 1 || got[0].ID != issueTask {
+					t.Errorf("tasks = %v, want only the issue's", taskIDs(got))
+				}
+				if n := countRows(t, st, `SELECT COUNT(*) FROM tasks`); n != 1 {
+					t.Errorf("task rows = %d, want 1 (no partial PR task)", n)
+				}
+				if n := countRows(t, st, `SELECT COUNT(*) FROM task_events WHERE type = 'task.created'`); n != 1 {
+					t.Errorf("task.created events = %d, want 1 (the issue's)", n)
+				}
+				a, ok := e.association("github", "gh-main", ghPRID)
+				if !ok || a.TaskID != issueTask {
+					t.Fatalf("PR association = %+v (found %v), want the issue's task %s", a, ok, issueTask)
+				}
+				if n := countRows(t, st, `SELECT COUNT(*) FROM task_remote_contribution_associations`); n != 1 {
+					t.Errorf("association rows = %d, want 1", n)
+				}
+				// The row belongs to a recorded link operation.
+				owner, err := st.GetOperation(ctx, a.OperationID)
+				if err != nil {
+					t.Fatalf("association operation %s: %v, want a recorded operation", a.OperationID, err)
+				}
+				if owner.State != store.OpCompleted || owner.Outcome != idempotency.OutcomeLinked || owner.TaskID != issueTask {
+					t.Errorf("link operation = %s/%s task %s, want completed/%s task %s", owner.State, owner.Outcome,
+						owner.TaskID, idempotency.OutcomeLinked, issueTask)
+				}
+
+				// Later deliveries for the PR succeed and follow the link.
+				e.coord.Failpoint = nil
+				for _, f := range []string{"pull_request.synchronize.json", "pull_request.opened.json"} {
+					out := e.process(e.github(f))
+					if got, want := out.TaskID, issueTask; got != want {
+						t.Errorf("%s: task = %v, want %v", f, got, want)
+					}
+				}
+				if got, want := len(e.tasks()), 1; got != want {
+					t.Errorf("tasks after more deliveries = %d, want %d", got, want)
+				}
+			})
+		})
+	}
+}
+
+func countRows(t *testing.T, st *sqlstore.Store, query string) int {
+	t.Helper()
+	var n int
+	if err := st.Driver().QueryRow(context.Background(), query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}

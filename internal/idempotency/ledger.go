@@ -127,7 +127,7 @@ func (c *Coordinator) executeStep(ctx context.Context, opID, kind, key string, f
 		return err
 	}
 
-	var foreign *store.Association
+	refused := false
 	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
 		op, s, err := c.lockClaimedStep(ctx, tx, opID, kind, key, claimGen, f)
 		if err != nil {
@@ -142,24 +142,19 @@ func (c *Coordinator) executeStep(ctx context.Context, opID, kind, key string, f
 		if err != nil || inserted {
 			return err
 		}
-		got, err := tx.GetAssociation(ctx, want.Provider, want.ConnectionID, want.ContributionID)
+		// The row exists: decide exactly as recovery does (observeEffect).
+		obs, err := observeEffect(ctx, tx, op, s)
 		if err != nil {
 			return err
 		}
-		if !ownedBy(got, op, s) {
-			foreign = &got
-		}
+		refused = obs.verdict != effectOurs
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("step effect: %w", err)
 	}
-	if foreign != nil {
-		reason := fmt.Sprintf("%s %s is already associated with task %s", foreign.ContributionKind, foreign.ContributionID, foreign.TaskID)
-		if err := c.failStep(ctx, opID, kind, key, claimGen, f, reason); err != nil {
-			return err
-		}
-		return &stepError{reason: reason}
+	if refused {
+		return c.settleRefusedEffect(ctx, opID, kind, key, claimGen, f)
 	}
 	if err := c.failpoint(FailAfterEffectWrite); err != nil {
 		return err
@@ -193,12 +188,12 @@ func (c *Coordinator) succeedFromAuthority(ctx context.Context, tx store.Queries
 		return fmt.Errorf("%w: effect row is not owned by this operation", ErrHandleMismatch)
 	}
 	now := c.now()
-	evidence, err := evidenceFor(s, "present_exact", observeAssociation(&got), now)
+	evidence, err := evidenceFor(s, effectPresentExact, observeOwned(got), now)
 	if err != nil {
 		return err
 	}
 	s.State, s.EvidenceJSON, s.EvidenceSHA256 = store.StepSucceeded, evidence, sha256Hex([]byte(evidence))
-	s.LeaseExpiresAt, s.ProviderHandle, s.Error, s.UpdatedAt = nil, got.ContributionID, "", now
+	s.LeaseExpiresAt, s.ProviderHandle, s.Error, s.UpdatedAt = nil, providerHandle(got), "", now
 	return tx.UpdateCreationStep(ctx, s)
 }
 
@@ -216,21 +211,40 @@ func (c *Coordinator) lockClaimedStep(ctx context.Context, tx store.Queries, opI
 	return op, s, nil
 }
 
-func (c *Coordinator) failStep(ctx context.Context, opID, kind, key string, claimGen int64, f fence, reason string) error {
-	return c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
-		_, s, err := c.lockClaimedStep(ctx, tx, opID, kind, key, claimGen, f)
+// settleRefusedEffect records what the effect write found instead of its own
+// row, under the step claim, with the same transition recovery makes for the
+// same observation (applyObservation): a row another recorded operation owns
+// proves this step's effect absent, so the step fails and the creation
+// aborts; a row nobody provably owns is a conflict that leaves the step
+// unknown for an operator.
+func (c *Coordinator) settleRefusedEffect(ctx context.Context, opID, kind, key string, claimGen int64, f fence) error {
+	var obs effectObservation
+	err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
+		op, s, err := c.lockClaimedStep(ctx, tx, opID, kind, key, claimGen, f)
 		if err != nil {
 			return err
 		}
-		now := c.now()
-		evidence, err := evidenceFor(s, "absent_proven", observeAssociation(nil), now)
-		if err != nil {
+		// Observed again under the claim: the row may have changed since.
+		if obs, err = observeEffect(ctx, tx, op, s); err != nil {
 			return err
 		}
-		s.State, s.EvidenceJSON, s.EvidenceSHA256 = store.StepFailed, evidence, sha256Hex([]byte(evidence))
-		s.LeaseExpiresAt, s.Error, s.UpdatedAt = nil, reason, now
-		return tx.UpdateCreationStep(ctx, s)
+		return c.applyObservation(ctx, tx, op, s, obs)
 	})
+	if err != nil {
+		return fmt.Errorf("settle step effect: %w", err)
+	}
+	switch obs.verdict {
+	case effectForeignProven:
+		return &stepError{reason: obs.reason()}
+	case effectConflict:
+		return failure.Wrap(failure.Conflict, fmt.Errorf("%w: %s", ErrCreationStateConflict, obs.reason()),
+			"task creation is blocked: %s; an operator must resolve the step", obs.reason())
+	case effectAbsent:
+		// The row went away between the write and this reading: the step
+		// is retry_wait and the next attempt writes it.
+		return fmt.Errorf("%w: step %s effect row vanished; retry", ErrCreationStateConflict, key)
+	}
+	return nil
 }
 
 func associationFor(op store.Operation, s store.CreationStep) (store.Association, error) {
@@ -296,7 +310,7 @@ func verifyEvidence(ctx context.Context, tx store.Queries, op store.Operation, s
 	if err := json.Unmarshal([]byte(s.EvidenceJSON), &ev); err != nil {
 		return fmt.Errorf("%w: step %s evidence: %v", ErrHandleMismatch, s.StepKey, err)
 	}
-	if ev.Effect != "present_exact" || ev.RequestSHA256 != s.RequestSHA256 || ev.StepKey != s.StepKey || ev.Kind != s.Kind {
+	if ev.Effect != effectPresentExact || ev.RequestSHA256 != s.RequestSHA256 || ev.StepKey != s.StepKey || ev.Kind != s.Kind {
 		return fmt.Errorf("%w: step %s evidence does not match the step", ErrHandleMismatch, s.StepKey)
 	}
 	want, err := associationFor(op, s)
@@ -310,9 +324,9 @@ func verifyEvidence(ctx context.Context, tx store.Queries, op store.Operation, s
 		}
 		return err
 	}
-	current, _ := Canonical(observeAssociation(&got))
+	current, _ := Canonical(observeOwned(got))
 	stored, _ := Canonical(ev.Observation)
-	if string(current) != string(stored) || !ownedBy(got, op, s) {
+	if string(current) != string(stored) || !ownedBy(got, op, s) || s.ProviderHandle != providerHandle(got) {
 		return fmt.Errorf("%w: step %s effect row differs from its evidence", ErrHandleMismatch, s.StepKey)
 	}
 	return nil

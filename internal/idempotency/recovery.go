@@ -183,56 +183,39 @@ func (c *Coordinator) runRecovery(ctx context.Context, opID string, action Recov
 	return fmt.Errorf("%w: action %q", ErrCreationStateConflict, action)
 }
 
-// reconcileUnknown decides each unknown step from the effect authority: our
-// exact row → succeeded; proven absent → retry_wait; a foreign row → stays
-// unknown (a conflict an operator must resolve).
+// reconcileUnknown decides each unknown step from the effect authority, with
+// the live executor's rules (observeEffect, applyObservation): our exact row
+// → succeeded; proven absent, or held by another recorded operation →
+// retry_wait or failed; a row nobody provably owns → stays unknown with
+// conflict evidence, for an operator to resolve.
 func (c *Coordinator) reconcileUnknown(ctx context.Context, opID string, f fence) error {
-	foreign := ""
+	conflict := ""
 	err := c.st.InTx(ctx, func(tx store.Queries) error {
 		op, steps, err := c.lockFenced(ctx, tx, opID, f)
 		if err != nil {
 			return err
 		}
-		now := c.now()
 		for _, s := range steps {
 			if s.State != store.StepUnknown {
 				continue
 			}
-			want, err := associationFor(op, s)
+			obs, err := observeEffect(ctx, tx, op, s)
 			if err != nil {
 				return err
 			}
-			got, err := tx.GetAssociation(ctx, want.Provider, want.ConnectionID, want.ContributionID)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				evidence, err := evidenceFor(s, "absent_proven", observeAssociation(nil), now)
-				if err != nil {
-					return err
-				}
-				s.State, s.EvidenceJSON, s.EvidenceSHA256, s.UpdatedAt = store.StepRetryWait, evidence, sha256Hex([]byte(evidence)), now
-				if err := tx.UpdateCreationStep(ctx, s); err != nil {
-					return err
-				}
-			case err != nil:
+			if err := c.applyObservation(ctx, tx, op, s, obs); err != nil {
 				return err
-			case ownedBy(got, op, s):
-				if err := c.succeedFromAuthority(ctx, tx, op, s); err != nil {
-					return err
-				}
-			default:
-				s.Error, s.UpdatedAt = fmt.Sprintf("conflict: effect row owned by operation %s (task %s)", got.OperationID, got.TaskID), now
-				if err := tx.UpdateCreationStep(ctx, s); err != nil {
-					return err
-				}
-				foreign = s.StepKey
+			}
+			if obs.verdict == effectConflict {
+				conflict = s.StepKey
 			}
 		}
 		return nil
 	})
-	if err == nil && foreign != "" {
+	if err == nil && conflict != "" {
 		// Nothing more recovery can do: stop this pass instead of claiming
 		// again; the step stays unknown for an operator.
-		return fmt.Errorf("%w: step %s: effect row owned by another operation", ErrCreationStateConflict, foreign)
+		return fmt.Errorf("%w: step %s: effect row owned by another operation", ErrCreationStateConflict, conflict)
 	}
 	return err
 }
