@@ -248,6 +248,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	ops.Use(httpapi.RequireAdmin(logger))
 	inbox.RegisterOperatorRoutes(ops, st, logger, now)
 	dispatch.RegisterSuppressionRoutes(ops, st, logger)
+	idempotency.RegisterOperatorRoutes(ops, coord, logger)
 
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
