@@ -164,6 +164,10 @@ type Worker struct {
 	// A notification that arrives while every goroutine is busy stays
 	// here for the next one that idles, so it is never missed.
 	wakeups chan struct{}
+
+	// drain is closed by Drain: stop claiming, finish what is in hand.
+	drain     chan struct{}
+	drainOnce sync.Once
 }
 
 // NewWorker returns a worker; Run starts it.
@@ -175,23 +179,47 @@ func NewWorker(st store.Store, proc Processor, logger *slog.Logger, now func() t
 		now = time.Now
 	}
 	opts = opts.withDefaults()
-	return &Worker{st: st, proc: proc, logger: logger, now: now, opts: opts, wakeups: make(chan struct{}, opts.Concurrency)}
+	return &Worker{st: st, proc: proc, logger: logger, now: now, opts: opts,
+		wakeups: make(chan struct{}, opts.Concurrency), drain: make(chan struct{})}
 }
 
-// Run processes deliveries with Concurrency goroutines until ctx ends, then
-// returns nil once every goroutine has stopped. A delivery being processed
-// when ctx ends is put back, its attempt not counted.
+// Run processes deliveries with Concurrency goroutines until ctx ends or
+// Drain is called, then returns nil once every goroutine has stopped.
+//
+// There are two ways to stop, for a graceful shutdown: Drain stops the
+// claiming, and each goroutine first finishes the delivery it is processing
+// under ctx, which Drain does not cancel (claimed deliveries it has not
+// started are put back). Cancelling ctx stops at once: a delivery being
+// processed is put back, its attempt not counted. A shutdown drains, and
+// cancels ctx when its time is up.
 func (w *Worker) Run(ctx context.Context) error {
+	// claimCtx ends the waits for work (idle, notifications) once Drain is
+	// called; it never reaches the processing.
+	claimCtx, stopClaiming := context.WithCancel(ctx)
+	defer stopClaiming()
+	go func() {
+		select {
+		case <-w.drain:
+			stopClaiming()
+		case <-claimCtx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
-	wg.Go(func() { w.listen(ctx) })
+	wg.Go(func() { w.listen(claimCtx) })
 	for range w.opts.Concurrency {
 		// Each goroutine has its own owner: leases are never shared, so one
 		// goroutine can never release another's entity lease.
 		owner := newOwnerID()
-		wg.Go(func() { w.loop(ctx, owner) })
+		wg.Go(func() { w.loop(ctx, claimCtx, owner) })
 	}
 	wg.Wait()
 	return nil
+}
+
+// Drain makes Run claim nothing more and return once the deliveries in
+// hand are recorded. It may be called more than once, and before Run.
+func (w *Worker) Drain() {
+	w.drainOnce.Do(func() { close(w.drain) })
 }
 
 // newOwnerID returns <hostname>-<pid>-<random>.
@@ -228,20 +256,25 @@ func (w *Worker) wakeOne() {
 	}
 }
 
-func (w *Worker) loop(ctx context.Context, owner string) {
+// loop claims and processes until claimCtx ends or Drain is called;
+// processing runs under ctx (see Run).
+func (w *Worker) loop(ctx, claimCtx context.Context, owner string) {
 	failing := false
-	for ctx.Err() == nil {
-		w.yield(ctx)
-		n, err := w.claimAndProcess(ctx, owner)
+	for w.claiming(claimCtx) {
+		w.yield(claimCtx)
+		if !w.claiming(claimCtx) {
+			return
+		}
+		n, err := w.claimAndProcess(ctx, claimCtx, owner)
 		if err != nil {
-			if ctx.Err() != nil {
+			if !w.claiming(claimCtx) {
 				return
 			}
 			if !failing {
 				w.logger.WarnContext(ctx, "claim deliveries failed", "owner", owner, "error", err)
 				failing = true
 			}
-			w.sleep(ctx, w.opts.MaxIdle)
+			w.sleep(claimCtx, w.opts.MaxIdle)
 			continue
 		}
 		if failing {
@@ -249,8 +282,20 @@ func (w *Worker) loop(ctx context.Context, owner string) {
 			failing = false
 		}
 		if n == 0 {
-			w.idle(ctx)
+			w.idle(claimCtx)
 		}
+	}
+}
+
+// claiming reports whether the worker may claim and start deliveries. It
+// reads the drain itself, not only claimCtx (which Run cancels a moment
+// later), so nothing starts once Drain has returned.
+func (w *Worker) claiming(claimCtx context.Context) bool {
+	select {
+	case <-w.drain:
+		return false
+	default:
+		return claimCtx.Err() == nil
 	}
 }
 
@@ -260,14 +305,17 @@ func (w *Worker) yield(ctx context.Context) {
 		return
 	}
 	const step = 2 * time.Millisecond
-	for waited := time.Duration(0); waited < w.opts.MaxYield && w.opts.Yield(); waited += step {
+	for waited := time.Duration(0); ctx.Err() == nil && waited < w.opts.MaxYield && w.opts.Yield(); waited += step {
 		w.sleep(ctx, step)
 	}
 }
 
 // claimAndProcess claims one batch and processes it, returning how many
-// deliveries it claimed.
-func (w *Worker) claimAndProcess(ctx context.Context, owner string) (int, error) {
+// deliveries it claimed. The claim runs under ctx, not claimCtx: a claim
+// cut short by a drain could commit unseen and leave its deliveries leased
+// to nobody until the lease expires. Deliveries of the batch not started
+// when the drain comes are put back.
+func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (int, error) {
 	ds, err := w.st.ClaimDeliveries(ctx, owner, w.now(), w.opts.Lease, w.opts.BatchSize)
 	if err != nil {
 		return 0, fmt.Errorf("claim deliveries: %w", err)
@@ -276,6 +324,10 @@ func (w *Worker) claimAndProcess(ctx context.Context, owner string) (int, error)
 		w.wakeOne() // there may be more: bring in another goroutine
 	}
 	for _, d := range ds {
+		if !w.claiming(claimCtx) {
+			w.putBack(ctx, owner, d)
+			continue
+		}
 		w.handle(ctx, owner, d)
 	}
 	return len(ds), nil
@@ -408,11 +460,7 @@ func (w *Worker) fail(ctx, pctx context.Context, owner string, d store.Delivery,
 	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = "", "", "", ""
 	switch {
 	case ctx.Err() != nil:
-		d.Status = store.DeliveryQueued
-		d.Attempts = max(d.Attempts-1, 0)
-		d.NextAttemptAt = now
-		w.logger.InfoContext(ctx, "delivery put back: worker stopping", "delivery_id", d.ID)
-		w.finish(ctx, owner, d)
+		w.putBack(ctx, owner, d)
 		return
 	case errors.Is(pctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded):
 		err = fmt.Errorf("processing exceeded the %s lease: %w", w.opts.Lease, err)
@@ -438,6 +486,18 @@ func (w *Worker) fail(ctx, pctx context.Context, owner string, d store.Delivery,
 		w.logger.InfoContext(ctx, "delivery will be retried", "delivery_id", d.ID, "connection", d.ConnectionID,
 			"event", d.Event, "attempts", d.Attempts, "next_attempt_at", d.NextAttemptAt, "error", err)
 	}
+	w.finish(ctx, owner, d)
+}
+
+// putBack returns a claimed delivery to the queue because the worker is
+// stopping: due at once, the attempt not counted.
+func (w *Worker) putBack(ctx context.Context, owner string, d store.Delivery) {
+	d.Status = store.DeliveryQueued
+	d.Attempts = max(d.Attempts-1, 0)
+	d.NextAttemptAt = w.now()
+	d.ProcessedAt = nil
+	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = "", "", "", ""
+	w.logger.InfoContext(ctx, "delivery put back: worker stopping", "delivery_id", d.ID)
 	w.finish(ctx, owner, d)
 }
 
