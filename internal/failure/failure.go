@@ -7,6 +7,7 @@ package failure
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code classifies an application error.
@@ -18,8 +19,14 @@ const (
 	NotFound     Code = "not_found"    // 404
 	Conflict     Code = "conflict"     // 409
 	TooLarge     Code = "too_large"    // 413
-	Unavailable  Code = "unavailable"  // 503
-	Internal     Code = "internal"     // 500
+	// UnsupportedMediaType: a webhook body in a content type its provider
+	// never sends.
+	UnsupportedMediaType Code = "unsupported_media_type" // 415
+	// TooManyRequests: a client address over its authentication-failure
+	// budget.
+	TooManyRequests Code = "too_many_requests" // 429
+	Unavailable     Code = "unavailable"       // 503
+	Internal        Code = "internal"          // 500
 )
 
 // Error is an application error whose message is safe to show to the caller.
@@ -28,6 +35,9 @@ type Error struct {
 	Message string
 	// Err is the cause, for logs and errors.Is; never shown.
 	Err error
+	// RetryAfter, when positive, is sent as the Retry-After header (429,
+	// 503): when the caller may try again.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -47,6 +57,21 @@ func New(code Code, format string, args ...any) *Error {
 // Wrap returns an *Error whose cause is err.
 func Wrap(code Code, err error, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// WithRetryAfter returns e with RetryAfter set to d.
+func (e *Error) WithRetryAfter(d time.Duration) *Error {
+	e.RetryAfter = d
+	return e
+}
+
+// RetryAfterOf returns the RetryAfter of the first *Error in err's chain.
+func RetryAfterOf(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }
 
 // CodeOf returns the code of the first *Error in err's chain, or Internal.

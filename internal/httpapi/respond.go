@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
@@ -17,13 +18,15 @@ import (
 
 // statusOf is the one table from error codes to HTTP statuses.
 var statusOf = map[failure.Code]int{
-	failure.Invalid:      http.StatusBadRequest,
-	failure.Unauthorized: http.StatusUnauthorized,
-	failure.NotFound:     http.StatusNotFound,
-	failure.Conflict:     http.StatusConflict,
-	failure.TooLarge:     http.StatusRequestEntityTooLarge,
-	failure.Unavailable:  http.StatusServiceUnavailable,
-	failure.Internal:     http.StatusInternalServerError,
+	failure.Invalid:              http.StatusBadRequest,
+	failure.Unauthorized:         http.StatusUnauthorized,
+	failure.NotFound:             http.StatusNotFound,
+	failure.Conflict:             http.StatusConflict,
+	failure.TooLarge:             http.StatusRequestEntityTooLarge,
+	failure.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	failure.TooManyRequests:      http.StatusTooManyRequests,
+	failure.Unavailable:          http.StatusServiceUnavailable,
+	failure.Internal:             http.StatusInternalServerError,
 }
 
 // Classify turns store sentinels that reach the HTTP layer into application
@@ -35,6 +38,9 @@ func Classify(err error) error {
 	}
 	if errors.Is(err, store.ErrUnavailable) {
 		return failure.Wrap(failure.Unavailable, err, "storage unavailable")
+	}
+	if errors.Is(err, store.ErrInvalidText) {
+		return failure.Wrap(failure.Invalid, err, "text must be valid UTF-8 without NUL characters")
 	}
 	return err
 }
@@ -53,6 +59,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	case status >= 500:
 		logger.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	if d := failure.RetryAfterOf(err); d > 0 {
+		// Whole seconds, rounded up: "Retry-After: 0" would invite a hot loop.
+		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
 	}
 	WriteJSON(w, status, map[string]string{"error": failure.MessageOf(err)})
 }
