@@ -6,7 +6,9 @@ package github
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -81,6 +83,43 @@ func (Adapter) SecretHeaders() []string {
 	return []string{HeaderSignature, HeaderSignature256}
 }
 
+// Content types GitHub delivers webhooks in, as chosen in the hook's
+// settings.
+const (
+	ContentTypeJSON = "application/json"
+	ContentTypeForm = "application/x-www-form-urlencoded"
+)
+
+// ContentTypes lists the content types GitHub sends: JSON, or a form whose
+// "payload" field holds the JSON (the signature covers the raw form body).
+func (Adapter) ContentTypes() []string { return []string{ContentTypeJSON, ContentTypeForm} }
+
+// payload returns the event JSON of a delivery: the body itself, or the
+// "payload" field of a form-encoded body. A delivery stored without a
+// Content-Type is JSON.
+func payload(header http.Header, body []byte) ([]byte, error) {
+	mediaType := ContentTypeJSON
+	if ct := header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, fmt.Errorf("content type %q: %w", ct, err)
+		}
+		mediaType = strings.ToLower(mt)
+	}
+	if mediaType != ContentTypeForm {
+		return body, nil
+	}
+	// The signature was verified at ingest; no secret here skips it.
+	p, err := gh.ValidatePayloadFromBody(mediaType, bytes.NewReader(body), "", nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(p) == 0 {
+		return nil, errors.New(`form body has no "payload" field`)
+	}
+	return p, nil
+}
+
 // Sign sets X-Hub-Signature-256 for body and secret, Content-Type, and, when
 // absent, X-GitHub-Delivery (a fresh GUID) and X-GitHub-Hook-ID ("1"). The
 // caller sets X-GitHub-Event. header must not be nil.
@@ -101,9 +140,14 @@ func (Adapter) Sign(header http.Header, body []byte, secret []byte) {
 // connectors.ErrMalformedPayload.
 func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.Event, error) {
 	name := strings.TrimSpace(header.Get(HeaderEvent))
-	switch name {
-	case "":
+	if name == "" {
 		return connectors.Event{}, malformed("delivery", "missing %s header", HeaderEvent)
+	}
+	body, err := payload(header, body)
+	if err != nil {
+		return connectors.Event{}, malformed(name, "%v", err)
+	}
+	switch name {
 	case "ping":
 		if _, err := gh.ParseWebHook(name, body); err != nil {
 			return connectors.Event{}, malformed(name, "%v", err)

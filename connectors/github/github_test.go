@@ -3,6 +3,7 @@ package github
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -547,5 +548,50 @@ func TestHeaders(t *testing.T) {
 		if !slices.ContainsFunc(secret, func(s string) bool { return http.CanonicalHeaderKey(s) == http.CanonicalHeaderKey(h) }) {
 			t.Errorf("SecretHeaders = %v, missing %v", secret, h)
 		}
+	}
+}
+
+func TestParseFormEncodedDelivery(t *testing.T) {
+	t.Parallel()
+	raw := fixture(t, "issues.opened.json")
+	want, err := Adapter{}.Parse(host, headerFor("issues"), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := []byte("payload=" + url.QueryEscape(string(raw)))
+	tests := []struct {
+		name, contentType string
+		body              []byte
+		wantErr           bool
+	}{
+		{"form", "application/x-www-form-urlencoded", form, false},
+		{"form with charset", "application/x-www-form-urlencoded; charset=utf-8", form, false},
+		{"json", "application/json", raw, false},
+		{"stored without a content type", "", raw, false},
+		{"form without payload", "application/x-www-form-urlencoded", []byte("other=1"), true},
+		{"json read as form", "application/x-www-form-urlencoded", raw, true},
+		{"broken content type", "application/json; =x", raw, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := headerFor("issues")
+			if tt.contentType != "" {
+				h.Set("Content-Type", tt.contentType)
+			}
+			got, err := Adapter{}.Parse(host, h, tt.body)
+			if tt.wantErr {
+				if !errors.Is(err, connectors.ErrMalformedPayload) {
+					t.Fatalf("err = %v, want ErrMalformedPayload", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ExternalID != want.ExternalID || got.Action != want.Action || got.Title != want.Title {
+				t.Errorf("event = %s %s %q, want %s %s %q", got.Action, got.ExternalID, got.Title, want.Action, want.ExternalID, want.Title)
+			}
+		})
 	}
 }

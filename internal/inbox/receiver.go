@@ -1,16 +1,15 @@
 package inbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -24,10 +23,6 @@ import (
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
 )
-
-// MaxBodyBytes caps a webhook body (25 MiB, GitHub's own cap); larger bodies
-// are answered 413.
-const MaxBodyBytes = 25 << 20
 
 // Limits on the header-derived columns, so that one odd request can never
 // fail the batch it is committed with (index entry size, encoding).
@@ -62,6 +57,10 @@ type ReceiverOptions struct {
 	// MaxBatch caps the deliveries committed in one transaction
 	// (DefaultMaxBatch when zero).
 	MaxBatch int
+	// MaxInflightBodyBytes bounds the webhook body bytes all requests hold
+	// at once (DefaultMaxInflightBodyBytes when zero); a request that would
+	// go over it is answered 503 with Retry-After at once.
+	MaxInflightBodyBytes int64
 }
 
 // Receiver is the http.Handler of POST /webhooks/{connection}. Run must be
@@ -74,7 +73,14 @@ type Receiver struct {
 	opts        ReceiverOptions
 
 	commits *groupCommit
-	started atomic.Bool
+	bodies  *bodyBudget
+	// secretHeaders are every provider's secret headers: a delivery stores
+	// none of them, whichever provider it claims to come from.
+	secretHeaders []string
+	// badSignatures summarises rejected signatures per connection in the
+	// log, so unauthenticated traffic cannot flood it.
+	badSignatures *httpapi.LogSampler
+	started       atomic.Bool
 }
 
 // ReceiptResponse is the 202 body.
@@ -102,15 +108,26 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}
+	secretHeaders := slices.Clone(alwaysSecretHeaders)
+	for _, a := range adapters {
+		secretHeaders = append(secretHeaders, a.SecretHeaders()...)
+	}
 	return &Receiver{
-		adapters:    adapters,
-		connections: connections,
-		logger:      logger,
-		now:         now,
-		opts:        opts,
-		commits:     newGroupCommit(st, logger, opts.MaxBatch, now),
+		adapters:      adapters,
+		connections:   connections,
+		logger:        logger,
+		now:           now,
+		opts:          opts,
+		commits:       newGroupCommit(st, logger, opts.MaxBatch, now),
+		bodies:        newBodyBudget(opts.MaxInflightBodyBytes),
+		secretHeaders: secretHeaders,
+		badSignatures: httpapi.NewLogSampler(badSignatureLogInterval, now),
 	}
 }
+
+// badSignatureLogInterval is how often rejected signatures of one
+// connection are summarised in the log.
+const badSignatureLogInterval = time.Minute
 
 // busyReceipts is how many receipts waiting for their commit make the
 // receiver busy: concurrent senders, not a steady trickle (measured: 4 cut
@@ -157,7 +174,11 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("receive webhook: no adapter for provider %q of connection %q", conn.Provider, conn.ID)
 	}
 
-	rb, err := readBody(w, r)
+	if err := checkContentType(r.Header, adapter); err != nil {
+		return err
+	}
+	rb, err := rc.bodies.readBody(w, r)
+	defer rb.done()
 	if err != nil {
 		return err
 	}
@@ -171,9 +192,13 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 		return failure.New(failure.Unauthorized, "invalid signature")
 	}
 	if err := adapter.Verify(r.Header, body, secrets); err != nil {
-		// The reason stays in the log; the caller learns nothing more.
-		rc.logger.WarnContext(ctx, "webhook signature rejected", "connection", conn.ID,
-			"provider", conn.Provider, "reason", err, "remote_addr", r.RemoteAddr)
+		// The reason stays in the log, one line per connection per
+		// interval; the caller learns nothing more.
+		if suppressed, log := rc.badSignatures.Observe(conn.ID); log {
+			rc.logger.WarnContext(ctx, "webhook signature rejected", "connection", conn.ID,
+				"provider", conn.Provider, "reason", err, "client_address", httpapi.ClientAddress(r),
+				"suppressed_since_last_line", suppressed)
+		}
 		return failure.New(failure.Unauthorized, "invalid signature")
 	}
 
@@ -186,7 +211,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 	case !utf8.ValidString(key) || strings.ContainsRune(key, 0):
 		return failure.New(failure.Invalid, "delivery key is not valid UTF-8 text")
 	}
-	headers, err := EncodeHeaders(r.Header, adapter.SecretHeaders())
+	headers, err := EncodeHeaders(r.Header, rc.secretHeaders)
 	if err != nil {
 		return err
 	}
@@ -201,18 +226,19 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	if rc.opts.VerifyOnly {
-		rb.release()
 		httpapi.WriteJSON(w, http.StatusAccepted, ReceiptResponse{DeliveryID: uuid.NewString(), Status: ReceiptAccepted})
 		return nil
 	}
 
 	// Encoded here, in parallel across requests, not in the group commit.
 	// A compressed body is a copy, so the read buffer is free again; a body
-	// stored as received keeps its buffer (the commit may outlive this
-	// request when the caller goes away).
+	// stored as received keeps its buffer out of the pool (the commit may
+	// outlive this request when the caller goes away).
 	d.Body, d.BodyEncoding = store.EncodeDeliveryBody(body)
 	if d.BodyEncoding != store.BodyIdentity {
 		rb.release()
+	} else {
+		rb.pooled = nil
 	}
 	ins, err := rc.commits.submit(ctx, d)
 	if err != nil {
@@ -228,6 +254,31 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// contentTypeLister is implemented by adapters whose provider sends more
+// than JSON (GitHub's form-encoded deliveries).
+type contentTypeLister interface {
+	ContentTypes() []string
+}
+
+// jsonOnly is what a provider sends unless its adapter says otherwise.
+var jsonOnly = []string{"application/json"}
+
+// checkContentType refuses, before the body is read, a content type the
+// connection's provider never sends (415 naming the accepted ones).
+// Parameters such as charset are allowed.
+func checkContentType(h http.Header, adapter connectors.Adapter) error {
+	accepted := jsonOnly
+	if l, ok := adapter.(contentTypeLister); ok {
+		accepted = l.ContentTypes()
+	}
+	mediaType, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err == nil && slices.Contains(accepted, strings.ToLower(mediaType)) {
+		return nil
+	}
+	return failure.New(failure.UnsupportedMediaType, "unsupported content type; %s webhooks are accepted as %s",
+		adapter.Provider(), strings.Join(accepted, " or "))
+}
+
 // classifyCommitError maps a failed commit to the answer the provider gets:
 // 503 (retry) for everything but a bug (a constraint the inbox should never
 // violate), which is a 500.
@@ -240,76 +291,6 @@ func classifyCommitError(err error) error {
 	default:
 		return failure.Wrap(failure.Unavailable, err, "storage unavailable")
 	}
-}
-
-// bodyBuffers recycles request body buffers once a delivery's body has been
-// compressed into its own slice (most webhooks), which halves what the
-// ingest path allocates.
-var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledBody keeps rare large bodies' buffers out of the pool.
-const maxPooledBody = 1 << 20
-
-// requestBody is a webhook body read into a possibly pooled buffer.
-type requestBody struct {
-	data   []byte
-	pooled *[]byte
-}
-
-// release returns the buffer to the pool; data must not be used after.
-func (b *requestBody) release() {
-	if b.pooled != nil {
-		*b.pooled = b.data[:0]
-		bodyBuffers.Put(b.pooled)
-		b.pooled, b.data = nil, nil
-	}
-}
-
-// readBody reads the body bounded at MaxBodyBytes (413 above). A declared
-// length is read into a buffer of exactly that size (net/http enforces the
-// length); a chunked body grows a buffer.
-func readBody(w http.ResponseWriter, r *http.Request) (requestBody, error) {
-	tooLarge := failure.New(failure.TooLarge, "request body exceeds %d bytes", MaxBodyBytes)
-	if r.ContentLength > MaxBodyBytes {
-		return requestBody{}, tooLarge
-	}
-	if r.Body == nil || r.ContentLength == 0 {
-		return requestBody{data: []byte{}}, nil
-	}
-	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	readErr := func(err error) error {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) || r.Context().Err() != nil {
-			return failure.Wrap(failure.Invalid, err, "incomplete request body")
-		}
-		return failure.Wrap(failure.Invalid, err, "could not read request body")
-	}
-	if r.ContentLength < 0 {
-		var buf bytes.Buffer
-		if _, err := buf.ReadFrom(body); err != nil {
-			return requestBody{}, readErr(err)
-		}
-		return requestBody{data: buf.Bytes()}, nil
-	}
-	n := int(r.ContentLength)
-	var rb requestBody
-	if n <= maxPooledBody {
-		rb.pooled = bodyBuffers.Get().(*[]byte)
-		if cap(*rb.pooled) < n {
-			*rb.pooled = make([]byte, 0, n)
-		}
-		rb.data = (*rb.pooled)[:n]
-	} else {
-		rb.data = make([]byte, n)
-	}
-	if _, err := io.ReadFull(body, rb.data); err != nil {
-		rb.release()
-		return requestBody{}, readErr(err)
-	}
-	return rb, nil
 }
 
 // EncodeHeaders returns h as the JSON object stored with a delivery
