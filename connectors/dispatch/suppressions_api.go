@@ -2,10 +2,8 @@ package dispatch
 
 import (
 	"context"
-	"encoding/base64"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -40,11 +38,15 @@ func RegisterSuppressionRoutes(r *mux.Router, st SuppressionStore, logger *slog.
 			return
 		}
 		q := r.URL.Query()
-		page := store.SuppressionPage{WorkspaceID: q.Get("workspace_id"), Limit: limit + 1}
+		ws, err := httpapi.QueryText(q, "workspace_id")
+		if err != nil {
+			httpapi.WriteError(w, r, logger, err)
+			return
+		}
+		page := store.SuppressionPage{WorkspaceID: ws, Limit: limit + 1}
 		if c := q.Get("cursor"); c != "" {
-			raw, err := base64.RawURLEncoding.DecodeString(c)
-			ws, ext, ok := strings.Cut(string(raw), "\x00")
-			if err != nil || !ok {
+			ws, ext, ok := httpapi.DecodeKeyCursor(c)
+			if !ok {
 				httpapi.WriteError(w, r, logger, failure.New(failure.Invalid, "malformed cursor"))
 				return
 			}
@@ -59,7 +61,7 @@ func RegisterSuppressionRoutes(r *mux.Router, st SuppressionStore, logger *slog.
 		if len(list) > limit {
 			list = list[:limit]
 			last := list[limit-1]
-			resp["next_cursor"] = base64.RawURLEncoding.EncodeToString([]byte(last.WorkspaceID + "\x00" + last.ExternalID))
+			resp["next_cursor"] = httpapi.EncodeKeyCursor(last.WorkspaceID, last.ExternalID)
 		}
 		items := make([]SuppressionJSON, 0, len(list))
 		for _, s := range list {
@@ -71,7 +73,16 @@ func RegisterSuppressionRoutes(r *mux.Router, st SuppressionStore, logger *slog.
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/api/v1/suppressions", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		ws, ext := q.Get("workspace_id"), q.Get("external_id")
+		ws, err := httpapi.QueryText(q, "workspace_id")
+		if err != nil {
+			httpapi.WriteError(w, r, logger, err)
+			return
+		}
+		ext, err := httpapi.QueryText(q, "external_id")
+		if err != nil {
+			httpapi.WriteError(w, r, logger, err)
+			return
+		}
 		if ws == "" || ext == "" {
 			httpapi.WriteError(w, r, logger, failure.New(failure.Invalid, "workspace_id and external_id are required"))
 			return

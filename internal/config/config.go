@@ -11,7 +11,10 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -195,6 +198,70 @@ func (c *Config) applyDefaults() {
 	}
 }
 
+// Bounds of a workspace, the same in the YAML and in POST /api/v1/workspaces
+// (README "API limits").
+const (
+	MaxWorkspaceNameRunes = 200
+	MaxSteps              = 50
+	MaxStepNameRunes      = 200
+	MaxWIPLimit           = 10_000
+)
+
+// ValidateWorkspace checks a workspace after defaults (an empty name is the
+// ID, no steps are DefaultSteps, wip_limit 0 is unlimited): the one rule for
+// the YAML and the API. Messages name the field; the ID is the caller's to
+// add.
+func ValidateWorkspace(w Workspace) error {
+	if !slug.MatchString(w.ID) {
+		return fmt.Errorf("id %q must be a lower-case slug (a-z, 0-9, - and _, at most 63)", w.ID)
+	}
+	if !prefix.MatchString(w.TaskPrefix) {
+		return fmt.Errorf("task_prefix %q must be 1-10 upper-case letters or digits", w.TaskPrefix)
+	}
+	if err := checkName("name", w.Name, MaxWorkspaceNameRunes); err != nil {
+		return err
+	}
+	switch {
+	case len(w.Steps) == 0:
+		return errors.New("at least one step is required")
+	case len(w.Steps) > MaxSteps:
+		return fmt.Errorf("%d steps: at most %d are allowed", len(w.Steps), MaxSteps)
+	}
+	seen := map[string]bool{}
+	for _, s := range w.Steps {
+		if !slug.MatchString(s.ID) {
+			return fmt.Errorf("step id %q must be a lower-case slug (a-z, 0-9, - and _, at most 63)", s.ID)
+		}
+		if seen[s.ID] {
+			return fmt.Errorf("step %q defined twice", s.ID)
+		}
+		seen[s.ID] = true
+		if err := checkName("step "+strconv.Quote(s.ID)+" name", s.Name, MaxStepNameRunes); err != nil {
+			return err
+		}
+		if s.WIPLimit != nil && (*s.WIPLimit < 0 || *s.WIPLimit > MaxWIPLimit) {
+			return fmt.Errorf("step %q: wip_limit must be between 0 (unlimited) and %d", s.ID, MaxWIPLimit)
+		}
+	}
+	return nil
+}
+
+// checkName bounds a display name: 1 to max characters of valid UTF-8,
+// no control characters (NUL included).
+func checkName(field, name string, max int) error {
+	switch {
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%s is not valid UTF-8 text", field)
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return fmt.Errorf("%s contains a control character", field)
+	case strings.TrimSpace(name) == "":
+		return fmt.Errorf("%s is required", field)
+	case utf8.RuneCountInString(name) > max:
+		return fmt.Errorf("%s is longer than %d characters", field, max)
+	}
+	return nil
+}
+
 // DefaultSteps are the steps of a workspace configured without any.
 func DefaultSteps() []Step {
 	return []Step{{ID: "backlog", Name: "Backlog"}, {ID: "doing", Name: "In progress"}, {ID: "done", Name: "Done"}}
@@ -210,20 +277,11 @@ func (c *Config) Validate() error {
 		if wsSteps[w.ID] != nil {
 			return fmt.Errorf("workspace %q: defined twice", w.ID)
 		}
-		if !prefix.MatchString(w.TaskPrefix) {
-			return fmt.Errorf("workspace %q: task_prefix %q must be 1-10 upper-case letters or digits", w.ID, w.TaskPrefix)
+		if err := ValidateWorkspace(w); err != nil {
+			return fmt.Errorf("workspace %q: %w", w.ID, err)
 		}
 		steps := map[string]bool{}
 		for _, s := range w.Steps {
-			if !slug.MatchString(s.ID) {
-				return fmt.Errorf("workspace %q: step id %q must be a lower-case slug", w.ID, s.ID)
-			}
-			if steps[s.ID] {
-				return fmt.Errorf("workspace %q: step %q defined twice", w.ID, s.ID)
-			}
-			if s.WIPLimit != nil && *s.WIPLimit < 0 {
-				return fmt.Errorf("workspace %q: step %q: wip_limit must not be negative", w.ID, s.ID)
-			}
 			steps[s.ID] = true
 		}
 		wsSteps[w.ID] = steps

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -112,5 +113,57 @@ func TestDefault(t *testing.T) {
 	}
 	if got, want := len(secrets), 3; got != want {
 		t.Errorf("secrets asked = %d, want %d", got, want)
+	}
+}
+
+// TestWorkspaceBounds: the YAML enforces the workspace bounds that POST
+// /api/v1/workspaces enforces (both call ValidateWorkspace).
+func TestWorkspaceBounds(t *testing.T) {
+	t.Parallel()
+	full := map[string]string{"GH_SECRET": "s3cret", "GH_SECRET_OLD": "", "BOT_TOKEN": "0123456789abcdef"}
+	steps := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "      - {id: s%d}\n", i)
+		}
+		return b.String()
+	}
+	withSteps := func(list string) string {
+		return strings.Replace(valid, "      - {id: backlog, name: Backlog}\n      - {id: doing, name: In progress, wip_limit: 3}\n",
+			"      - {id: backlog, name: Backlog}\n"+list, 1)
+	}
+	long := strings.Repeat("é", 201)
+	tests := []struct {
+		name    string
+		yaml    string
+		wantErr string // "" when valid
+	}{
+		{"longest name", strings.Replace(valid, "name: Engineering", "name: "+long[2:], 1), ""},
+		{"50 steps", withSteps(steps(49)), ""},
+		{"wip_limit 0", withSteps("      - {id: doing, wip_limit: 0}\n"), ""},
+		{"wip_limit 10000", withSteps("      - {id: doing, wip_limit: 10000}\n"), ""},
+		{"name too long", strings.Replace(valid, "name: Engineering", "name: "+long, 1), `workspace "eng": name is longer than 200 characters`},
+		{"blank name", strings.Replace(valid, "name: Engineering", `name: "  "`, 1), `workspace "eng": name is required`},
+		{"name with a control character", strings.Replace(valid, "name: Engineering", `name: "Eng\u0007"`, 1), `workspace "eng": name contains a control character`},
+		{"name with NUL", strings.Replace(valid, "name: Engineering", `name: "Eng\0"`, 1), `workspace "eng": name contains a control character`},
+		{"51 steps", withSteps(steps(50)), `workspace "eng": 51 steps: at most 50 are allowed`},
+		{"step id not a slug", withSteps("      - {id: In Progress}\n"), `workspace "eng": step id "In Progress" must be a lower-case slug`},
+		{"step twice", withSteps("      - {id: backlog}\n"), `workspace "eng": step "backlog" defined twice`},
+		{"step name too long", withSteps("      - {id: doing, name: "+long+"}\n"), `workspace "eng": step "doing" name is longer than 200 characters`},
+		{"step name with a newline", withSteps(`      - {id: doing, name: "a\nb"}` + "\n"), `workspace "eng": step "doing" name contains a control character`},
+		{"negative wip_limit", withSteps("      - {id: doing, wip_limit: -1}\n"), `workspace "eng": step "doing": wip_limit must be between 0 (unlimited) and 10000`},
+		{"huge wip_limit", withSteps("      - {id: doing, wip_limit: 10001}\n"), `workspace "eng": step "doing": wip_limit must be between 0 (unlimited) and 10000`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.yaml), env(full))
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Parse error = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Parse error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
 	}
 }

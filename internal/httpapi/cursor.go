@@ -30,3 +30,24 @@ func DecodeCursor(c string) (t time.Time, id string, ok bool) {
 	}
 	return time.UnixMicro(us).UTC(), id, true
 }
+
+// EncodeKeyCursor is the opaque list cursor after a row ordered by two text
+// keys: base64url of "<first>\x00<second>" (stored text never holds NUL).
+func EncodeKeyCursor(first, second string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(first + "\x00" + second))
+}
+
+// DecodeKeyCursor parses EncodeKeyCursor's form; ok is false for anything
+// else, including empty keys and keys that are not storable text (they
+// would reach SQL).
+func DecodeKeyCursor(c string) (first, second string, ok bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return "", "", false
+	}
+	first, second, found := strings.Cut(string(raw), "\x00")
+	if !found || first == "" || second == "" || !ValidText(first) || !ValidText(second) {
+		return "", "", false
+	}
+	return first, second, true
+}

@@ -177,7 +177,11 @@ func decodeCursor(c string) (time.Time, string, error) {
 // list: GET /api/v1/deliveries?status=&connection=&limit=&cursor=
 func (o *operators) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := store.DeliveryFilter{Status: q.Get("status"), ConnectionID: q.Get("connection")}
+	conn, err := httpapi.QueryText(q, "connection")
+	if err != nil {
+		return err
+	}
+	f := store.DeliveryFilter{Status: q.Get("status"), ConnectionID: conn}
 	if f.Status != "" && !validStatus(f.Status) {
 		return failure.New(failure.Invalid, "invalid status %q: want one of %s", f.Status, strings.Join(Statuses, ", "))
 	}
@@ -220,7 +224,11 @@ var errDeliveryNotFound = failure.New(failure.NotFound, "delivery not found")
 
 // get: GET /api/v1/deliveries/{id}
 func (o *operators) get(w http.ResponseWriter, r *http.Request) error {
-	d, err := o.st.GetDelivery(r.Context(), mux.Vars(r)["id"])
+	id := mux.Vars(r)["id"]
+	if !httpapi.ValidText(id) {
+		return errDeliveryNotFound
+	}
+	d, err := o.st.GetDelivery(r.Context(), id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errDeliveryNotFound
@@ -237,6 +245,9 @@ func (o *operators) get(w http.ResponseWriter, r *http.Request) error {
 func (o *operators) replay(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
+	if !httpapi.ValidText(id) {
+		return errDeliveryNotFound
+	}
 	cur, err := o.st.GetDelivery(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

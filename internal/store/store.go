@@ -38,6 +38,10 @@ var (
 	ErrConstraint = errors.New("constraint violation")
 	// ErrUnavailable: the database cannot be reached.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrInvalidText: the database refused text (invalid UTF-8 or a NUL
+	// character). Input is checked before it reaches SQL; this is the
+	// backstop for anything that slips through.
+	ErrInvalidText = errors.New("invalid text")
 )
 
 // Dialect names.

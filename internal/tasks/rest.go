@@ -110,6 +110,11 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, errNotCreated)
 		return
 	}
+	// Checked before the lookup, which reads with it.
+	if err := httpapi.CheckText("workspace_id", wsID); err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	var ext string
 	if v, ok := fields["external_id"]; ok && string(v) != "null" {
 		if err := json.Unmarshal(v, &ext); err != nil {
@@ -133,6 +138,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 			}
 			labels, err := ValidateLabels(body.Labels)
 			if err != nil {
+				return err
+			}
+			if err := ValidateStepID(body.WorkflowStepID); err != nil {
 				return err
 			}
 			req.Title, req.Description, req.Labels = title, body.Description, labels
@@ -205,6 +213,10 @@ type patchBody struct {
 func (a *API) patch(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
 	id := mux.Vars(r)["id"]
+	if !httpapi.ValidText(id) {
+		a.fail(w, r, errTaskNotFound)
+		return
+	}
 	// Authorize before validating: an invisible task is 404 whatever the body.
 	t, err := a.st.GetTask(r.Context(), id)
 	if err != nil || !p.CanSee(t.WorkspaceID) {
@@ -283,7 +295,8 @@ func decodeCursor(c string) (time.Time, string, error) {
 // route's own 404 body.
 func (a *API) workspaceFor(r *http.Request, notFound error) (string, error) {
 	id := mux.Vars(r)["id"]
-	if !principal(r).CanSee(id) {
+	// An ID that is not storable text names no workspace.
+	if !principal(r).CanSee(id) || !httpapi.ValidText(id) {
 		return "", notFound
 	}
 	if _, err := a.st.GetWorkspace(r.Context(), id); err != nil {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/store"
 )
@@ -28,6 +29,9 @@ const (
 
 // ValidateTitle trims and checks a title.
 func ValidateTitle(title string) (string, error) {
+	if err := httpapi.CheckText("title", title); err != nil {
+		return "", err
+	}
 	t := strings.TrimSpace(title)
 	switch {
 	case t == "":
@@ -40,8 +44,15 @@ func ValidateTitle(title string) (string, error) {
 	return t, nil
 }
 
-// ValidateDescription checks a description's size.
+// ValidateStepID checks a workflow step ID given by a caller: text a
+// database can compare (the step itself is looked up later).
+func ValidateStepID(id string) error { return httpapi.CheckText("workflow_step_id", id) }
+
+// ValidateDescription checks a description's text and size.
 func ValidateDescription(d string) (string, error) {
+	if err := httpapi.CheckText("description", d); err != nil {
+		return "", err
+	}
 	if len(d) > MaxDescriptionBytes {
 		return "", failure.New(failure.Invalid, "description is longer than %d bytes", MaxDescriptionBytes)
 	}
@@ -56,6 +67,9 @@ func ValidateLabels(labels []string) ([]string, error) {
 	out := make([]string, 0, len(labels))
 	seen := map[string]bool{}
 	for _, l := range labels {
+		if err := httpapi.CheckText("labels", l); err != nil {
+			return nil, err
+		}
 		l = strings.TrimSpace(l)
 		switch {
 		case l == "":
@@ -90,6 +104,9 @@ var errTaskNotFound = failure.New(failure.NotFound, "task not found")
 // Get returns a completed task. A task still being created is not found:
 // only the exact external-ID lookup exposes it.
 func (s *Service) Get(ctx context.Context, id string) (store.Task, error) {
+	if !httpapi.ValidText(id) {
+		return store.Task{}, errTaskNotFound
+	}
 	t, err := s.st.GetTask(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -122,6 +139,9 @@ var ErrStale = errors.New("stale update")
 // Update applies p under the task's row lock, bumps the revision and emits
 // task.updated. A task still being created is refused (409).
 func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(workspaceID string) bool) (store.Task, error) {
+	if !httpapi.ValidText(id) {
+		return store.Task{}, errTaskNotFound
+	}
 	if p.Title != nil {
 		t, err := ValidateTitle(*p.Title)
 		if err != nil {
@@ -140,6 +160,11 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 			return store.Task{}, err
 		}
 		p.Labels = &l
+	}
+	if p.WorkflowStepID != nil {
+		if err := ValidateStepID(*p.WorkflowStepID); err != nil {
+			return store.Task{}, err
+		}
 	}
 	var out store.Task
 	err := s.st.InTx(ctx, func(tx store.Queries) error {
@@ -252,6 +277,9 @@ const (
 // entity), the gateway records suppressions for its external ID and aliases,
 // so later deliveries for the entity create nothing (DESIGN.md Suppression).
 func (s *Service) Delete(ctx context.Context, id string, reason DeleteReason, visible func(workspaceID string) bool) (store.Task, error) {
+	if !httpapi.ValidText(id) {
+		return store.Task{}, errTaskNotFound
+	}
 	var out store.Task
 	err := s.st.InTx(ctx, func(tx store.Queries) error {
 		t, err := tx.LockTask(ctx, id)

@@ -59,39 +59,33 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if !config.ValidSlug(body.ID) {
-		a.fail(w, r, failure.New(failure.Invalid, "id must be a lower-case slug (a-z, 0-9, - and _)"))
-		return
+	// The YAML's defaults and bounds (config.ValidateWorkspace), so a
+	// workspace means the same whichever way it was made.
+	cw := config.Workspace{ID: body.ID, Name: body.Name, TaskPrefix: body.TaskPrefix}
+	if cw.Name == "" {
+		cw.Name = cw.ID
 	}
-	if !config.ValidTaskPrefix(body.TaskPrefix) {
-		a.fail(w, r, failure.New(failure.Invalid, "task_prefix must be 1-10 upper-case letters or digits"))
-		return
-	}
-	if body.Name == "" {
-		body.Name = body.ID
-	}
-	if len(body.Steps) == 0 {
-		for _, st := range config.DefaultSteps() {
-			body.Steps = append(body.Steps, StepJSON{ID: st.ID, Name: st.Name})
-		}
-	}
-	ws := store.Workspace{ID: body.ID, Name: body.Name, TaskPrefix: body.TaskPrefix, CreatedAt: a.now().UTC()}
-	seen := map[string]bool{}
 	for _, s := range body.Steps {
-		if !config.ValidSlug(s.ID) || seen[s.ID] {
-			a.fail(w, r, failure.New(failure.Invalid, "step id %q must be a unique lower-case slug", s.ID))
-			return
-		}
-		if s.WIPLimit != nil && *s.WIPLimit < 1 {
-			a.fail(w, r, failure.New(failure.Invalid, "step %q: wip_limit must be at least 1 (omit it for unlimited)", s.ID))
-			return
-		}
-		seen[s.ID] = true
 		name := s.Name
 		if name == "" {
 			name = s.ID
 		}
-		ws.Steps = append(ws.Steps, store.Step{ID: s.ID, Name: name, WIPLimit: s.WIPLimit})
+		cw.Steps = append(cw.Steps, config.Step{ID: s.ID, Name: name, WIPLimit: s.WIPLimit})
+	}
+	if len(cw.Steps) == 0 {
+		cw.Steps = config.DefaultSteps()
+	}
+	if err := config.ValidateWorkspace(cw); err != nil {
+		a.fail(w, r, failure.New(failure.Invalid, "%s", err.Error()))
+		return
+	}
+	ws := store.Workspace{ID: cw.ID, Name: cw.Name, TaskPrefix: cw.TaskPrefix, CreatedAt: a.now().UTC()}
+	for _, s := range cw.Steps {
+		limit := s.WIPLimit
+		if limit != nil && *limit == 0 {
+			limit = nil // 0 is unlimited, as in the YAML
+		}
+		ws.Steps = append(ws.Steps, store.Step{ID: s.ID, Name: s.Name, WIPLimit: limit})
 	}
 	if err := a.st.CreateWorkspace(r.Context(), ws); err != nil {
 		if failure.CodeOf(err) == failure.Internal && isConstraint(err) {

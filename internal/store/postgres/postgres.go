@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,6 +184,8 @@ func (d *Driver) Classify(err error) error {
 			return fmt.Errorf("%w: %s: %s", store.ErrConstraint, pgErr.ConstraintName, pgErr.Message)
 		case pgErr.Code[:2] == "08" || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03":
 			return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
+		case isInvalidText(pgErr):
+			return fmt.Errorf("%w: %s: %s", store.ErrInvalidText, pgErr.Code, pgErr.Message)
 		}
 		return err
 	}
@@ -193,6 +196,20 @@ func (d *Driver) Classify(err error) error {
 	}
 	return err
 }
+
+// isInvalidText reports PostgreSQL refusing text SQLite would have stored:
+// invalid UTF-8 or NUL ("invalid byte sequence for encoding \"UTF8\": 0x00"
+// is 22021; "\u0000 cannot be converted to text" in JSON is 22P05).
+func isInvalidText(e *pgconn.PgError) bool {
+	return e.Code == codeCharacterNotInRepertoire || e.Code == codeUntranslatableCharacter ||
+		strings.Contains(e.Message, "invalid byte sequence for encoding")
+}
+
+// SQLSTATEs of text PostgreSQL cannot store.
+const (
+	codeCharacterNotInRepertoire = "22021"
+	codeUntranslatableCharacter  = "22P05"
+)
 
 // poolFor picks the pool by the sync level ctx asks for.
 func (d *Driver) poolFor(ctx context.Context) *pgxpool.Pool {
