@@ -49,7 +49,10 @@ type groupCommit struct {
 	// busyUntil (unix ns on now's clock) ends the busy spell that the last
 	// batch of concurrent receipts started.
 	busyUntil atomic.Int64
-	now       func() time.Time
+	// failing is set while inbox commits fail for a reason other than one
+	// bad row (a full disk, an unreachable database): /readyz reports it.
+	failing atomic.Bool
+	now     func() time.Time
 }
 
 // busyHold keeps the receiver busy after a batch of at least busyReceipts
@@ -214,8 +217,12 @@ func (g *groupCommit) insert(ctx context.Context, reqs []*commitRequest) ([]stor
 	}
 	res, err := g.st.InsertDeliveries(ctx, ds)
 	if err != nil {
+		if !errors.Is(err, store.ErrConstraint) {
+			g.failing.Store(true)
+		}
 		return nil, fmt.Errorf("commit deliveries: %w", err)
 	}
+	g.failing.Store(false)
 	if len(res) != len(ds) {
 		return nil, fmt.Errorf("commit deliveries: %d results for %d deliveries", len(res), len(ds))
 	}

@@ -62,6 +62,10 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Migrated reports whether every embedded migration is applied.
 	Migrated(ctx context.Context) (bool, error)
+	// ProbeDurableWrite commits one small write with a full sync (never
+	// deferred): it fails while the database cannot make writes durable
+	// (a full disk, a read-only or unreachable database).
+	ProbeDurableWrite(ctx context.Context, at time.Time) error
 	// WaitForNotification blocks until a delivery notification arrives on
 	// channel (PostgreSQL LISTEN/NOTIFY across replicas; in-process on SQLite)
 	// or ctx ends.

@@ -63,6 +63,16 @@ func (s *Store) Migrated(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
+func (s *Store) ProbeDurableWrite(ctx context.Context, at time.Time) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	if _, err := s.driver.Exec(ctx, `INSERT INTO readiness_probe (id, probed_at) VALUES (1, $1)
+		ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at`, at.UTC()); err != nil {
+		return fmt.Errorf("probe durable write: %w", s.classify(err))
+	}
+	return nil
+}
+
 // InTx runs fn in one transaction; a panic or error rolls it back.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Queries) error) (err error) {
 	ctx, cancel := withDeadline(ctx)

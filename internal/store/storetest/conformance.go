@@ -37,6 +37,7 @@ func Conformance(t *testing.T, dialect string) {
 		{"suppressions and aliases", testSuppressionsAliases},
 		{"projection ignores stale payloads", testProjectionStale},
 		{"migrations are replay-safe", testMigrateTwice},
+		{"durable write probe rewrites one row", testProbeDurableWrite},
 		{"writes in a transaction apply in order and fail it", testTransactionWrites},
 		{"a lost delivery lease still releases its entity lease", testFinishAfterLostLease},
 		{"operation, steps and task are read together", testLockOperationAndSteps},
