@@ -326,6 +326,16 @@ func TestTamperingBlocksCompleteAndAbort(t *testing.T) {
 			}
 		}},
 		{"step ownership marker", sqlSet("task_creation_steps", "ownership_marker", other, "operation_id")},
+		{"step provider handle", sqlSet("task_creation_steps", "provider_handle", "github:gh-main:999", "operation_id")},
+		// Consistent forgeries: every other stored value is rewritten to
+		// agree, so only recomputing the named binding catches them.
+		{"step request sha with a matching key, row and evidence", forgeStep(func(s *store.CreationStep) {
+			s.RequestSHA256 = other
+			s.IdempotencyKey = IdempotencyKey(s.OperationID, s.Kind, s.StepKey, other)
+		})},
+		{"step idempotency key with a matching row and evidence", forgeStep(func(s *store.CreationStep) {
+			s.IdempotencyKey = other
+		})},
 		{"association ownership marker", sqlSet("task_remote_contribution_associations", "ownership_marker", other, "contribution_id")},
 		{"association operation", sqlSet("task_remote_contribution_associations", "operation_id", "11111111-1111-4111-8111-111111111111", "contribution_id")},
 		{"association repository", sqlSet("task_remote_contribution_associations", "repository_id", "acme/evil", "contribution_id")},
@@ -379,6 +389,27 @@ func TestTamperingBlocksCompleteAndAbort(t *testing.T) {
 				assertUnchanged(t, before, takeSnapshot(t, st), "refused Abort")
 			})
 		})
+	}
+}
+
+// forgeStep rewrites the step's request hash or idempotency key and makes the
+// association row and the step's evidence (and its hash) agree with it.
+func forgeStep(change func(s *store.CreationStep)) func(t *testing.T, st *sqlstore.Store, op store.Operation, step store.CreationStep, h *CreationHandle) {
+	return func(t *testing.T, st *sqlstore.Store, op store.Operation, step store.CreationStep, h *CreationHandle) {
+		ctx := context.Background()
+		change(&step)
+		a, err := st.GetAssociation(ctx, "github", "gh-main", "101")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.IdempotencyKey = step.IdempotencyKey
+		evidence, err := evidenceFor(step, effectPresentExact, observeOwned(a), a.ClaimedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rawExec(t, st, `UPDATE task_remote_contribution_associations SET idempotency_key = $1 WHERE contribution_id = $2`, a.IdempotencyKey, "101")
+		rawExec(t, st, `UPDATE task_creation_steps SET request_sha256 = $1, idempotency_key = $2, evidence_json = $3,
+			evidence_sha256 = $4 WHERE operation_id = $5`, step.RequestSHA256, step.IdempotencyKey, evidence, sha256Hex([]byte(evidence)), op.ID)
 	}
 }
 
