@@ -49,7 +49,7 @@ func main() {
 	senders := flag.Int("senders", 64, "concurrent senders for the throughput phase")
 	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
-	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s)")
+	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once)")
 	rounds := flag.Int("rounds", 1, "run the phases this many times, in turn, and report each round and the medians (the VM's speed drifts between runs)")
 	flag.Parse()
 	phases := map[string]bool{}
@@ -83,6 +83,8 @@ type round struct {
 	ackP50, ackP99   time.Duration
 	e2eP50, e2eP99   time.Duration
 	peakRSSMB        int64
+	// Peak RSS under the big-bodies bursts.
+	unauthRSSMB, signedRSSMB int64
 }
 
 func (b *bench) round(phases map[string]bool, senders int, duration time.Duration) round {
@@ -120,6 +122,20 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 		fmt.Printf("receive-to-task-created at 500/s: p50 %s p90 %s p99 %s max %s (%d tasks)\n", r.e2eP50, g.taskLatency.p(90), r.e2eP99, g.taskLatency.p(100), g.taskLatency.n)
 	}
 	fmt.Printf("peak RSS over the round: %d MB\n", r.peakRSSMB)
+	if phases["bigbodies"] {
+		body := bigBody(b.tmpl)
+		var res bigBodyResult
+		g := b.run("48 unauthenticated 20 MB uploads", false, func(g *gateway) {
+			res = bigBodies(g.url, body, 48, "wrong-secret")
+		})
+		r.unauthRSSMB = g.rssMB
+		fmt.Printf("48 unauthenticated 20 MB uploads: peak RSS %d MB; %s\n", g.rssMB, res)
+		g = b.run("64 signed 20 MB uploads", false, func(g *gateway) {
+			res = bigBodies(g.url, body, 64, secret)
+		})
+		r.signedRSSMB = g.rssMB
+		fmt.Printf("64 signed 20 MB uploads: peak RSS %d MB; %s\n", g.rssMB, res)
+	}
 	return r
 }
 

@@ -38,6 +38,9 @@ var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // maxPooledBody keeps rare large bodies' buffers out of the pool.
 const maxPooledBody = 1 << 20
 
+// errInflightBound is the cause of a refusal for the in-flight bound.
+var errInflightBound = errors.New("webhook bodies in flight are at their bound")
+
 // bodyBudget bounds the bytes of webhook bodies held by requests at once.
 // Every byte of buffer capacity a request holds is reserved in it, as the
 // buffer grows; a request that cannot reserve more is answered 503 at
@@ -89,8 +92,8 @@ func (b *requestBody) reserve(n int64) error {
 		return nil
 	}
 	if !b.budget.sem.TryAcquire(n - b.reserved) {
-		return failure.New(failure.Unavailable, "too many webhook bytes in flight; retry later").
-			WithRetryAfter(inflightRetryAfter)
+		return &failure.Error{Code: failure.Unavailable, Message: "too many webhook bytes in flight; retry later",
+			Err: errInflightBound, RetryAfter: inflightRetryAfter}
 	}
 	b.reserved = n
 	return nil
@@ -173,3 +176,15 @@ func readError(r *http.Request, err error) error {
 	}
 	return failure.Wrap(failure.Invalid, err, "could not read request body")
 }
+
+// memoryHeadroom is what the gateway needs besides webhook bodies: the
+// runtime, connection buffers, the database driver's caches, processing.
+const memoryHeadroom = 64 << 20
+
+// SoftMemoryLimit is the Go heap limit for a gateway holding at most
+// inflight body bytes (runtime/debug.SetMemoryLimit; GOMEMLIMIT, when set,
+// wins). Bodies are the largest and the most short-lived memory the
+// gateway has: without a limit the collector lets the heap grow to twice
+// what is live, so a burst of 20 MB uploads would take twice the in-flight
+// bound in RSS; with it, their garbage is collected as soon as it counts.
+func SoftMemoryLimit(inflight int64) int64 { return inflight + memoryHeadroom }

@@ -129,26 +129,45 @@ func (g *groupCommit) run(ctx context.Context) {
 	}()
 
 	batch := make([]*commitRequest, 0, g.maxBatch)
+	var carry *commitRequest // taken from the queue, but over the last batch's bytes
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case req := <-g.queue:
-			batch = append(batch[:0], req)
-		fill:
-			for len(batch) < g.maxBatch {
-				select {
-				case req := <-g.queue:
-					batch = append(batch, req)
-				default:
+		var first *commitRequest
+		if carry != nil {
+			first, carry = carry, nil
+		} else {
+			select {
+			case <-ctx.Done():
+				return
+			case first = <-g.queue:
+			}
+		}
+		batch = append(batch[:0], first)
+		bytes := len(first.d.Body)
+	fill:
+		for len(batch) < g.maxBatch && bytes < maxBatchBodyBytes {
+			select {
+			case req := <-g.queue:
+				if bytes+len(req.d.Body) > maxBatchBodyBytes {
+					carry = req
 					break fill
 				}
+				batch = append(batch, req)
+				bytes += len(req.d.Body)
+			default:
+				break fill
 			}
-			g.commit(ctx, batch)
-			clear(batch) // drop references to answered requests
 		}
+		g.commit(ctx, batch)
+		clear(batch) // drop references to answered requests
 	}
 }
+
+// maxBatchBodyBytes caps the body bytes of one batch (one delivery always
+// goes, whatever its size): the database driver copies every body of a
+// statement at once (SQLite's bound blobs and record, pgx's send buffer),
+// outside the in-flight bound the receiver keeps, so big bodies commit a
+// few at a time.
+const maxBatchBodyBytes = 16 << 20
 
 // ReceiptCommitTimeout bounds one batch commit of the inbox.
 const ReceiptCommitTimeout = 5 * time.Second

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -41,7 +42,13 @@ func streamingWebhook(body []byte, deliveryID string) (*http.Request, *io.PipeWr
 func TestInflightBodyBytesAreBounded(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
-		_, h := startReceiver(t, st, nil, nil, ReceiverOptions{MaxInflightBodyBytes: 256 << 10})
+		logs := &lineCounter{}
+		rc := NewReceiverWithOptions(st, map[string]connectors.Adapter{fakeProvider: fakeAdapter{}}, lookupConnection,
+			slog.New(slog.NewTextHandler(logs, nil)), nil, ReceiverOptions{MaxInflightBodyBytes: 256 << 10})
+		t.Cleanup(runInBackground(t, rc.Run))
+		r := mux.NewRouter()
+		rc.Register(r)
+		h := http.Handler(r)
 		big := bytes.Repeat([]byte("x"), 200<<10)
 
 		// The first upload holds 200 KiB of the 256 KiB budget once
@@ -61,6 +68,15 @@ func TestInflightBodyBytesAreBounded(t *testing.T) {
 		}
 		if rec.Header().Get("Retry-After") == "" {
 			t.Error("503 without Retry-After")
+		}
+		for range 20 { // a burst of refusals is one log line, not one each
+			serve(h, webhook(connFake, big[:100<<10], "refused", secretCurrent))
+		}
+		if got := logs.with("request failed"); len(got) != 0 {
+			t.Errorf("refusals logged one line each: %q", got)
+		}
+		if got := logs.with("webhooks refused"); len(got) != 1 {
+			t.Errorf("%d summary lines for 21 refusals within a minute, want 1", len(got))
 		}
 
 		// The first completes and is acknowledged; its budget is returned.
@@ -387,3 +403,44 @@ func (w *switchableWriter) InsertDeliveries(_ context.Context, ds []store.Delive
 }
 
 func (w *switchableWriter) Notify(context.Context, string) error { return nil }
+
+func TestBigBodiesCommitAFewAtATime(t *testing.T) {
+	t.Parallel()
+	w := &recordingWriter{block: make(chan struct{}), entered: make(chan struct{})}
+	g := newGroupCommit(w, testLogger(t), DefaultMaxBatch, time.Now)
+	t.Cleanup(runInBackground(t, func(ctx context.Context) error { g.run(ctx); return nil }))
+
+	var wg sync.WaitGroup
+	submit := func(key string, size int) {
+		wg.Go(func() {
+			if _, err := g.submit(context.Background(), store.Delivery{DeliveryKey: key, Body: make([]byte, size)}); err != nil {
+				t.Errorf("submit %s: %v", key, err)
+			}
+		})
+	}
+	submit("first", 10) // holds the committer while the big ones queue
+	<-w.entered
+	for i := range 5 {
+		submit(fmt.Sprintf("big-%d", i), 6<<20)
+	}
+	waitFor(t, "five receipts queued", func() bool { return g.waiting.Load() == 6 })
+	close(w.block)
+	wg.Wait()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	total := 0
+	for _, b := range w.batches[1:] {
+		bytes := 0
+		for _, d := range b {
+			bytes += len(d.Body)
+		}
+		if len(b) > 1 && bytes > maxBatchBodyBytes {
+			t.Errorf("a batch of %d deliveries holds %d body bytes, over %d", len(b), bytes, maxBatchBodyBytes)
+		}
+		total += len(b)
+	}
+	if total != 5 || len(w.batches) < 4 {
+		t.Errorf("batches %d (after the first) with %d deliveries; want the 5 big ones in at least 3 batches", len(w.batches)-1, total)
+	}
+}

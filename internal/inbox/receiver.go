@@ -80,8 +80,13 @@ type Receiver struct {
 	// badSignatures summarises rejected signatures per connection in the
 	// log, so unauthenticated traffic cannot flood it.
 	badSignatures *httpapi.LogSampler
-	started       atomic.Bool
+	// refusals summarises 503s for the in-flight bound.
+	refusals *httpapi.LogSampler
+	started  atomic.Bool
 }
+
+// discardLogger answers errors that are logged another way.
+var discardLogger = slog.New(slog.DiscardHandler)
 
 // ReceiptResponse is the 202 body.
 type ReceiptResponse struct {
@@ -122,11 +127,13 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 		bodies:        newBodyBudget(opts.MaxInflightBodyBytes),
 		secretHeaders: secretHeaders,
 		badSignatures: httpapi.NewLogSampler(badSignatureLogInterval, now),
+		refusals:      httpapi.NewLogSampler(badSignatureLogInterval, now),
 	}
 }
 
 // badSignatureLogInterval is how often rejected signatures of one
-// connection are summarised in the log.
+// connection, and refusals for the in-flight bound, are summarised in the
+// log.
 const badSignatureLogInterval = time.Minute
 
 // busyReceipts is how many receipts waiting for their commit make the
@@ -157,7 +164,17 @@ func (rc *Receiver) Run(ctx context.Context) error {
 
 // ServeHTTP receives one delivery.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := rc.receive(w, r); err != nil {
+	err := rc.receive(w, r)
+	switch {
+	case err == nil:
+	case errors.Is(err, errInflightBound):
+		// A burst of big uploads: one line per interval, not one per 503.
+		if suppressed, log := rc.refusals.Observe("inflight"); log {
+			rc.logger.WarnContext(r.Context(), "webhooks refused: body bytes in flight at their bound",
+				"max_inflight_body_bytes", rc.bodies.max, "suppressed_since_last_line", suppressed)
+		}
+		httpapi.WriteError(w, r, discardLogger, err)
+	default:
 		httpapi.WriteError(w, r, rc.logger, err)
 	}
 }
