@@ -226,6 +226,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
 
 	r := mux.NewRouter()
+	httpapi.HandleRoutingErrors(r)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}).Methods(http.MethodGet)
