@@ -1,6 +1,7 @@
 package gitlab
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
@@ -9,14 +10,23 @@ import (
 	"github.com/trackergateway/gateway/connectors/adaptertest"
 )
 
-// FuzzParse: Parse never panics and keeps the adapter contract
-// (adaptertest.CheckParsed) for every event type.
+// FuzzParse: Parse never panics, keeps the adapter contract
+// (adaptertest.CheckParsed) for every event type, and never maps a body to
+// an entity of another kind than its header names.
 func FuzzParse(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, event := range []string{"Issue Hook", "Merge Request Hook", ""} {
+		var probe struct {
+			ObjectKind string `json:"object_kind"`
+		}
+		_ = json.Unmarshal(body, &probe)
+		for _, event := range []string{"Issue Hook", "Merge Request Hook", "Note Hook", ""} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
 			adaptertest.CheckParsed(t, connectors.ProviderGitLab, host, event, e, err)
+			// The entity kinds are spelled as GitLab's object kinds.
+			if err == nil && e.Action != connectors.ActionIgnore && e.Kind != probe.ObjectKind {
+				t.Fatalf("Parse(%q) of an object_kind %q body = a %q event", event, probe.ObjectKind, e.Kind)
+			}
 		}
 	})
 }

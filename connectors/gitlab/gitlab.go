@@ -75,26 +75,55 @@ func (Adapter) Sign(header http.Header, body []byte, secret []byte) {
 	}
 }
 
+// objectKinds is the body's object_kind of each hook whose kind is fixed:
+// the hooks the adapter maps, and the common ones it ignores. System, service
+// and member hooks carry several kinds (or none) and are not checked.
+var objectKinds = map[gitlab.EventType]string{
+	gitlab.EventTypeIssue:         "issue",
+	gitlab.EventConfidentialIssue: "issue",
+	gitlab.EventTypeMergeRequest:  "merge_request",
+	gitlab.EventTypeNote:          "note",
+	gitlab.EventConfidentialNote:  "note",
+	gitlab.EventTypePush:          "push",
+	gitlab.EventTypeTagPush:       "tag_push",
+	gitlab.EventTypePipeline:      "pipeline",
+	gitlab.EventTypeJob:           "build",
+	gitlab.EventTypeWikiPage:      "wiki_page",
+	gitlab.EventTypeDeployment:    "deployment",
+	gitlab.EventTypeRelease:       "release",
+	gitlab.EventTypeFeatureFlag:   "feature_flag",
+	gitlab.EventTypeEmoji:         "emoji",
+	gitlab.EventTypeMilestone:     "milestone",
+}
+
 // Parse maps a delivery to an Event (DESIGN.md "Event → action"). Issue and
 // merge request hooks are mapped, every other hook is ignored. Without an
-// X-Gitlab-Event header the hook is named from the body's object_kind.
-// Errors wrap connectors.ErrMalformedPayload.
+// X-Gitlab-Event header the hook is named from the body's object_kind; with
+// one, the body's object_kind must agree with it, so a merge request body
+// sent as an issue hook never becomes an issue task. Errors wrap
+// connectors.ErrMalformedPayload.
 func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.Event, error) {
 	name := gitlab.EventType(strings.TrimSpace(header.Get(HeaderEvent)))
-	if name == "" {
+	want, checked := objectKinds[name]
+	if name == "" || checked {
 		var kind struct {
 			ObjectKind string `json:"object_kind"`
 		}
 		if err := json.Unmarshal(body, &kind); err != nil {
-			return connectors.Event{}, malformed("delivery", "no %s header and %v", HeaderEvent, err)
+			if name == "" {
+				return connectors.Event{}, malformed("delivery", "no %s header and %v", HeaderEvent, err)
+			}
+			return connectors.Event{}, malformed(string(name), "%v", err)
 		}
-		switch kind.ObjectKind {
-		case "issue":
+		switch {
+		case name == "" && kind.ObjectKind == "issue":
 			name = gitlab.EventTypeIssue
-		case "merge_request":
+		case name == "" && kind.ObjectKind == "merge_request":
 			name = gitlab.EventTypeMergeRequest
-		default:
+		case name == "":
 			return connectors.Event{}, malformed("delivery", "no %s header and unknown object_kind %q", HeaderEvent, kind.ObjectKind)
+		case kind.ObjectKind != want:
+			return connectors.Event{}, malformed(string(name), "object_kind %q does not match %s %q", kind.ObjectKind, HeaderEvent, name)
 		}
 	}
 	switch name {

@@ -328,13 +328,22 @@ func TestParseEventType(t *testing.T) {
 		{"issue from object_kind", "", "issue.json", connectors.ActionCreate, connectors.KindIssue},
 		{"merge request from object_kind", "", "merge_request.json", connectors.ActionCreate, connectors.KindMergeRequest},
 		{"confidential issue", "Confidential Issue Hook", "issue.json", connectors.ActionCreate, connectors.KindIssue},
-		{"push", "Push Hook", "issue.json", connectors.ActionIgnore, ""},
-		{"note", "Note Hook", "issue.json", connectors.ActionIgnore, ""},
+		{"push", "Push Hook", `{"object_kind":"push"}`, connectors.ActionIgnore, ""},
+		{"note", "Note Hook", `{"object_kind":"note"}`, connectors.ActionIgnore, ""},
+		{"confidential note", "Confidential Note Hook", `{"object_kind":"note"}`, connectors.ActionIgnore, ""},
+		{"job", "Job Hook", `{"object_kind":"build"}`, connectors.ActionIgnore, ""},
+		// Hooks that carry several kinds are ignored whatever the body.
+		{"system hook", "System Hook", "merge_request.json", connectors.ActionIgnore, ""},
+		{"unknown hook", "Some Future Hook", "issue.json", connectors.ActionIgnore, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := Adapter{}.Parse(host, headerFor(tt.event), fixture(t, tt.file))
+			body := []byte(tt.file)
+			if strings.HasSuffix(tt.file, ".json") {
+				body = fixture(t, tt.file)
+			}
+			got, err := Adapter{}.Parse(host, headerFor(tt.event), body)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -343,6 +352,40 @@ func TestParseEventType(t *testing.T) {
 			}
 			if got.Kind != tt.kind {
 				t.Errorf("Kind = %v, want %v", got.Kind, tt.kind)
+			}
+		})
+	}
+}
+
+// TestParseKindMismatch: a body whose object_kind disagrees with
+// X-Gitlab-Event is a malformed payload (the delivery ends failed), never an
+// event of the header's kind built from another kind's body.
+func TestParseKindMismatch(t *testing.T) {
+	t.Parallel()
+	issue := fixture(t, "issue.json")
+	merge := fixture(t, "merge_request.json")
+	noKind := mutate(t, issue, func(m map[string]any) { delete(m, "object_kind") })
+	tests := []struct {
+		name  string
+		event string
+		body  []byte
+		want  string
+	}{
+		{"merge request as an issue", "Issue Hook", merge, `object_kind "merge_request" does not match X-Gitlab-Event "Issue Hook"`},
+		{"merge request as a confidential issue", "Confidential Issue Hook", merge,
+			`object_kind "merge_request" does not match X-Gitlab-Event "Confidential Issue Hook"`},
+		{"issue as a merge request", "Merge Request Hook", issue, `object_kind "issue" does not match X-Gitlab-Event "Merge Request Hook"`},
+		{"issue as a note", "Note Hook", issue, `object_kind "issue" does not match X-Gitlab-Event "Note Hook"`},
+		{"merge request as a push", "Push Hook", merge, `object_kind "merge_request" does not match X-Gitlab-Event "Push Hook"`},
+		{"issue without object_kind", "Issue Hook", noKind, `object_kind "" does not match X-Gitlab-Event "Issue Hook"`},
+		{"push that is not JSON", "Push Hook", []byte("nope"), "malformed payload"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Adapter{}.Parse(host, headerFor(tt.event), tt.body)
+			if !errors.Is(err, connectors.ErrMalformedPayload) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse = %+v, %v; want an error wrapping %v containing %q", got, err, connectors.ErrMalformedPayload, tt.want)
 			}
 		})
 	}
