@@ -68,6 +68,9 @@ func parseCommon(name string, args []string, env Env, out io.Writer) (commonFlag
 	if err := fs.Parse(args); err != nil {
 		return f, errUsage
 	}
+	if f.adminToken != "" && !config.ValidToken(f.adminToken) {
+		return f, fmt.Errorf("admin token (--admin-token or GATEWAY_ADMIN_TOKEN): must be at least %d characters", config.MinTokenLength)
+	}
 	return f, nil
 }
 
