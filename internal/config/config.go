@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/dustin/go-humanize"
 	"gopkg.in/yaml.v3"
 )
 
@@ -24,6 +26,10 @@ type Config struct {
 	Workspaces  []Workspace  `yaml:"workspaces"`
 	Connections []Connection `yaml:"connections"`
 	Tokens      []Token      `yaml:"tokens"`
+	// MaxInflightBodyBytes bounds the webhook body bytes held in memory at
+	// once ("256MiB", "100MB" or a byte count; ParseByteSize); empty means
+	// the default. The flag and environment win over it.
+	MaxInflightBodyBytes string `yaml:"max_inflight_body_bytes"`
 }
 
 // Workspace as configured.
@@ -133,7 +139,25 @@ func Parse(raw []byte, lookup func(string) (string, bool)) (Config, error) {
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
+	if c.MaxInflightBodyBytes != "" {
+		if _, err := ParseByteSize(c.MaxInflightBodyBytes); err != nil {
+			return Config{}, fmt.Errorf("config: max_inflight_body_bytes: %w", err)
+		}
+	}
 	return c, nil
+}
+
+// ParseByteSize reads a size such as "256MiB", "100 MB" or "1048576"
+// (IEC and SI units); it must be positive.
+func ParseByteSize(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size (e.g. 256MiB): %w", s, err)
+	}
+	if n == 0 || n > math.MaxInt64 {
+		return 0, fmt.Errorf("%q: must be positive", s)
+	}
+	return int64(n), nil
 }
 
 var slug = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
