@@ -17,6 +17,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful stop; restoring the default
+	// action makes a second one end the process at once.
+	context.AfterFunc(ctx, stop)
 	os.Exit(Main(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 

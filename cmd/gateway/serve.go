@@ -43,6 +43,8 @@ type commonFlags struct {
 	adminToken  string
 	logLevel    string
 	workers     int
+	// shutdownTimeout bounds a graceful stop (see serve).
+	shutdownTimeout time.Duration
 	// benchCeiling acknowledges webhooks without storing them: only for
 	// cmd/ingestbench's ceiling measurement; never durable.
 	benchCeiling bool
@@ -56,6 +58,14 @@ func parseCommon(name string, args []string, env Env, out io.Writer) (commonFlag
 		return def
 	}
 	var f commonFlags
+	shutdownTimeout := 30 * time.Second
+	if v := get("GATEWAY_SHUTDOWN_TIMEOUT", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return f, fmt.Errorf("GATEWAY_SHUTDOWN_TIMEOUT: %w", err)
+		}
+		shutdownTimeout = d
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&f.databaseURL, "database-url", get("GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "sqlite:PATH or postgres://… (env GATEWAY_DATABASE_URL)")
@@ -64,12 +74,16 @@ func parseCommon(name string, args []string, env Env, out io.Writer) (commonFlag
 	fs.StringVar(&f.adminToken, "admin-token", get("GATEWAY_ADMIN_TOKEN", ""), "admin API token (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset")
 	fs.StringVar(&f.logLevel, "log-level", get("GATEWAY_LOG_LEVEL", "info"), "debug | info | warn | error")
 	fs.IntVar(&f.workers, "workers", 4, "delivery processing goroutines")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", shutdownTimeout, "on SIGTERM/SIGINT, how long webhooks in flight and deliveries in hand get to finish (env GATEWAY_SHUTDOWN_TIMEOUT)")
 	fs.BoolVar(&f.benchCeiling, "bench-ack-without-storing", false, "BENCHMARK ONLY: answer webhooks after verifying without storing them (not durable)")
 	if err := fs.Parse(args); err != nil {
 		return f, errUsage
 	}
 	if f.adminToken != "" && !config.ValidToken(f.adminToken) {
 		return f, fmt.Errorf("admin token (--admin-token or GATEWAY_ADMIN_TOKEN): must be at least %d characters", config.MinTokenLength)
+	}
+	if f.shutdownTimeout <= 0 {
+		return f, errors.New("shutdown timeout (--shutdown-timeout or GATEWAY_SHUTDOWN_TIMEOUT): must be positive")
 	}
 	return f, nil
 }
@@ -261,22 +275,32 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
+	// Stopping (ctx ends: SIGTERM, SIGINT) is graceful and in this order:
+	// the listener closes; webhooks in flight finish and are committed (the
+	// receiver keeps committing until the HTTP server has stopped, so none
+	// is answered 503); the workers claim nothing more and finish the
+	// delivery in hand; recovery and projection stop. --shutdown-timeout
+	// bounds it all: when it expires, whatever still runs is cancelled. An
+	// upload not yet acknowledged then gets no 202 and its provider retries;
+	// nothing acknowledged is lost, as a 202 follows the commit. The run
+	// contexts keep ctx's values, not its cancellation.
+	hardCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+	receiverCtx, stopReceiver := context.WithCancel(hardCtx)
+	defer stopReceiver()
+	backgroundCtx, stopBackground := context.WithCancel(hardCtx)
+	defer stopBackground()
 	// Derived work (processing, recovery, projection) commits with deferred
 	// sync; the inbox and REST writes always sync (store.WithDeferredSync).
-	derived := func(run func(context.Context)) func(context.Context) {
-		return func(ctx context.Context) { run(store.WithDeferredSync(ctx)) }
-	}
-	for _, run := range []func(context.Context){
-		func(ctx context.Context) { _ = receiver.Run(ctx) },
-		derived(func(ctx context.Context) { _ = worker.Run(ctx) }),
-		derived(recoverer.Run),
-		derived(projector.Run),
-	} {
-		wg.Add(1)
-		go func() { defer wg.Done(); run(runCtx) }()
+	var receiving, working, background sync.WaitGroup
+	receiving.Go(func() { _ = receiver.Run(receiverCtx) })
+	working.Go(func() { _ = worker.Run(store.WithDeferredSync(hardCtx)) })
+	background.Go(func() { recoverer.Run(store.WithDeferredSync(backgroundCtx)) })
+	background.Go(func() { projector.Run(store.WithDeferredSync(backgroundCtx)) })
+	waitAll := func() {
+		receiving.Wait()
+		working.Wait()
+		background.Wait()
 	}
 	fmt.Fprintf(stdout, "gateway listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
 	logger.Info("gateway started", "listen", ln.Addr().String(), "dialect", st.Dialect(), "connections", len(cfg.Connections))
@@ -286,15 +310,27 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
-		cancel()
-		wg.Wait()
+		hardStop()
+		waitAll()
 		return fmt.Errorf("serve: %w", err)
 	}
-	shutdownCtx, done := context.WithTimeout(context.Background(), 10*time.Second)
-	defer done()
-	_ = srv.Shutdown(shutdownCtx)
-	cancel()
-	wg.Wait()
+	logger.Info("gateway stopping", "shutdown_timeout", f.shutdownTimeout.String())
+	timeout := time.AfterFunc(f.shutdownTimeout, hardStop)
+	defer timeout.Stop()
+	if err := srv.Shutdown(hardCtx); err != nil {
+		// Out of time: cut the connections still open.
+		_ = srv.Close()
+	}
+	stopReceiver()
+	receiving.Wait()
+	worker.Drain()
+	working.Wait()
+	stopBackground()
+	background.Wait()
+	if hardCtx.Err() != nil {
+		logger.Warn("shutdown timeout expired: requests and deliveries in flight were cancelled",
+			"shutdown_timeout", f.shutdownTimeout.String())
+	}
 	logger.Info("gateway stopped")
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestServeRefusesBadFlags(t *testing.T) {
@@ -22,6 +23,8 @@ func TestServeRefusesBadFlags(t *testing.T) {
 			"admin token (--admin-token or GATEWAY_ADMIN_TOKEN): must be at least 16 characters"},
 		{"short admin token env", nil, map[string]string{"GATEWAY_ADMIN_TOKEN": "short"},
 			"admin token (--admin-token or GATEWAY_ADMIN_TOKEN): must be at least 16 characters"},
+		{"zero shutdown timeout", []string{"--shutdown-timeout", "0s"}, nil, "shutdown timeout (--shutdown-timeout or GATEWAY_SHUTDOWN_TIMEOUT): must be positive"},
+		{"malformed shutdown timeout env", nil, map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "soon"}, `GATEWAY_SHUTDOWN_TIMEOUT: time: invalid duration "soon"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,6 +44,33 @@ func TestServeRefusesBadFlags(t *testing.T) {
 			}
 			if strings.Contains(stdout.String(), "gateway listening") {
 				t.Errorf("the gateway started: stdout %q", stdout.String())
+			}
+		})
+	}
+}
+
+func TestShutdownTimeoutFlag(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want time.Duration
+	}{
+		{"default", nil, nil, 30 * time.Second},
+		{"env", nil, map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "45s"}, 45 * time.Second},
+		{"flag wins over env", []string{"--shutdown-timeout", "2m"}, map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "45s"}, 2 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			f, err := parseCommon("serve", tt.args, env, &bytes.Buffer{})
+			if err != nil {
+				t.Fatalf("parseCommon: %v", err)
+			}
+			if f.shutdownTimeout != tt.want {
+				t.Errorf("shutdown timeout = %v, want %v", f.shutdownTimeout, tt.want)
 			}
 		})
 	}
