@@ -205,12 +205,12 @@ func TestSignatures(t *testing.T) {
 		{"github SHA-1 only (valid)", "github", ghHeader(func(h http.Header) {
 			h.Set("X-Hub-Signature", "sha1="+sha1Hex(githubSecret, ghBody))
 		}), ghBody, http.StatusUnauthorized},
-		{"gitlab missing", "gitlab", http.Header{"X-Gitlab-Event": {"Issue Hook"}}, glBody, http.StatusUnauthorized},
-		{"gitlab wrong token", "gitlab", http.Header{"X-Gitlab-Event": {"Issue Hook"}, "X-Gitlab-Token": {"not-the-secret"}}, glBody, http.StatusUnauthorized},
-		{"gitlab token prefix", "gitlab", http.Header{"X-Gitlab-Event": {"Issue Hook"}, "X-Gitlab-Token": {gitlabSecret[:5]}}, glBody, http.StatusUnauthorized},
-		{"jira missing", "jira", http.Header{}, jiraBody, http.StatusUnauthorized},
-		{"jira wrong secret", "jira", http.Header{"X-Hub-Signature": {"sha256=" + sha256Hex("not-the-secret", jiraBody)}}, jiraBody, http.StatusUnauthorized},
-		{"jira SHA-1 method (valid)", "jira", http.Header{"X-Hub-Signature": {"sha1=" + sha1Hex(jiraSecret, jiraBody)}}, jiraBody, http.StatusUnauthorized},
+		{"gitlab missing", "gitlab", http.Header{"X-Gitlab-Event": {"Issue Hook"}, "Content-Type": {"application/json"}}, glBody, http.StatusUnauthorized},
+		{"gitlab wrong token", "gitlab", http.Header{"X-Gitlab-Event": {"Issue Hook"}, "X-Gitlab-Token": {"not-the-secret"}, "Content-Type": {"application/json"}}, glBody, http.StatusUnauthorized},
+		{"gitlab token prefix", "gitlab", http.Header{"X-Gitlab-Event": {"Issue Hook"}, "X-Gitlab-Token": {gitlabSecret[:5]}, "Content-Type": {"application/json"}}, glBody, http.StatusUnauthorized},
+		{"jira missing", "jira", http.Header{"Content-Type": {"application/json"}}, jiraBody, http.StatusUnauthorized},
+		{"jira wrong secret", "jira", http.Header{"X-Hub-Signature": {"sha256=" + sha256Hex("not-the-secret", jiraBody)}, "Content-Type": {"application/json"}}, jiraBody, http.StatusUnauthorized},
+		{"jira SHA-1 method (valid)", "jira", http.Header{"X-Hub-Signature": {"sha1=" + sha1Hex(jiraSecret, jiraBody)}, "Content-Type": {"application/json"}}, jiraBody, http.StatusUnauthorized},
 		// Rotation: the connection's previous secret still verifies.
 		{"github previous secret", "github", ghHeader(func(h http.Header) {
 			h.Set("X-Hub-Signature-256", "sha256="+sha256Hex(githubOld, ghBody))
