@@ -20,11 +20,15 @@ import (
 // stalledUpload is a webhook request whose body is only partly sent.
 type stalledUpload struct {
 	conn net.Conn
+	r    *bufio.Reader
 	rest []byte
 }
 
 // startUpload connects to the gateway and sends h's signed headers and the
-// first half of its body.
+// first half of its body. It returns once the handler is reading the body:
+// the headers ask for "100 Continue", which the server sends on the
+// handler's first read. (A connection the server has not accepted yet
+// would be reset when the listener closes.)
 func startUpload(t *testing.T, g *gateway, h hook) *stalledUpload {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
@@ -33,18 +37,30 @@ func startUpload(t *testing.T, g *gateway, h hook) *stalledUpload {
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	var req bytes.Buffer
-	fmt.Fprintf(&req, "POST /webhooks/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
+	fmt.Fprintf(&req, "POST /webhooks/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n",
 		h.Conn, strings.TrimPrefix(g.URL, "http://"), len(h.Body))
 	if err := h.header(secretsByConn[h.Conn]).Write(&req); err != nil {
 		t.Fatal(err)
 	}
 	req.WriteString("\r\n")
-	half := len(h.Body) / 2
-	req.Write(h.Body[:half])
 	if _, err := conn.Write(req.Bytes()); err != nil {
-		t.Fatalf("send headers and half the body: %v", err)
+		t.Fatalf("send the headers: %v", err)
 	}
-	return &stalledUpload{conn: conn, rest: h.Body[half:]}
+	u := &stalledUpload{conn: conn, r: bufio.NewReader(conn)}
+	_ = conn.SetReadDeadline(time.Now().Add(waitTimeout))
+	resp, err := http.ReadResponse(u.r, nil)
+	if err != nil {
+		t.Fatalf("read the interim answer: %v", err)
+	}
+	if resp.StatusCode != http.StatusContinue {
+		t.Fatalf("interim answer = %d, want 100 Continue", resp.StatusCode)
+	}
+	half := len(h.Body) / 2
+	if _, err := conn.Write(h.Body[:half]); err != nil {
+		t.Fatalf("send half the body: %v", err)
+	}
+	u.rest = h.Body[half:]
+	return u
 }
 
 // finish sends the rest of the body and reads the answer.
@@ -54,7 +70,7 @@ func (u *stalledUpload) finish(t *testing.T) (int, []byte) {
 		t.Fatalf("send the rest of the body: %v", err)
 	}
 	_ = u.conn.SetReadDeadline(time.Now().Add(waitTimeout))
-	resp, err := http.ReadResponse(bufio.NewReader(u.conn), nil)
+	resp, err := http.ReadResponse(u.r, nil)
 	if err != nil {
 		t.Fatalf("read the answer to the upload: %v", err)
 	}
