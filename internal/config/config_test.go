@@ -149,7 +149,7 @@ func TestWorkspaceBounds(t *testing.T) {
 		{"51 steps", withSteps(steps(50)), `workspace "eng": 51 steps: at most 50 are allowed`},
 		{"step id not a slug", withSteps("      - {id: In Progress}\n"), `workspace "eng": step id "In Progress" must be a lower-case slug`},
 		{"step twice", withSteps("      - {id: backlog}\n"), `workspace "eng": step "backlog" defined twice`},
-		{"step name too long", withSteps("      - {id: doing, name: "+long+"}\n"), `workspace "eng": step "doing" name is longer than 200 characters`},
+		{"step name too long", withSteps("      - {id: doing, name: " + long + "}\n"), `workspace "eng": step "doing" name is longer than 200 characters`},
 		{"step name with a newline", withSteps(`      - {id: doing, name: "a\nb"}` + "\n"), `workspace "eng": step "doing" name contains a control character`},
 		{"negative wip_limit", withSteps("      - {id: doing, wip_limit: -1}\n"), `workspace "eng": step "doing": wip_limit must be between 0 (unlimited) and 10000`},
 		{"huge wip_limit", withSteps("      - {id: doing, wip_limit: 10001}\n"), `workspace "eng": step "doing": wip_limit must be between 0 (unlimited) and 10000`},

@@ -26,7 +26,7 @@ func TestCheckText(t *testing.T) {
 		{"a\x00b", "workspace_id contains a NUL character"},
 		{"\x00", "workspace_id contains a NUL character"},
 		{"\xff\xfe", "workspace_id is not valid UTF-8 text"},
-		{"a\xc3", "workspace_id is not valid UTF-8 text"},         // truncated sequence
+		{"a\xc3", "workspace_id is not valid UTF-8 text"},        // truncated sequence
 		{"\xed\xa0\x80", "workspace_id is not valid UTF-8 text"}, // a surrogate
 		{"\xff\x00", "workspace_id is not valid UTF-8 text"},
 	}
