@@ -266,8 +266,17 @@ func TestInspectCreationRoute(t *testing.T) {
 		if !strings.Contains(s["error"].(string), "conflict") {
 			t.Errorf("step error = %v, want the conflict", s["error"])
 		}
-		if code, _ := serveOperator(t, c, http.MethodGet, "/api/v1/creations/55555555-5555-4555-8555-555555555555", ""); code != http.StatusNotFound {
-			t.Errorf("GET of an unknown operation = %d, want 404", code)
+		// Unknown, and ids that can name no operation, are 404 on both
+		// dialects (PostgreSQL's uuid column would fail the cast).
+		for _, id := range []string{"55555555-5555-4555-8555-555555555555", "not-a-uuid", "%FF", "a%00b",
+			"55555555-5555-4555-8555-55555555555A"} {
+			if code, body := serveOperator(t, c, http.MethodGet, "/api/v1/creations/"+id, ""); code != http.StatusNotFound {
+				t.Errorf("GET /api/v1/creations/%s = %d %s, want 404", id, code, body)
+			}
+			if code, body := serveOperator(t, c, http.MethodPost, "/api/v1/creations/"+id+"/steps/resolve",
+				`{"kind":"remote_contribution_associate","step_key":"k","effect":"present_exact"}`); code != http.StatusNotFound {
+				t.Errorf("POST /api/v1/creations/%s/steps/resolve = %d %s, want 404", id, code, body)
+			}
 		}
 	})
 }

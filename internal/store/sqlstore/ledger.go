@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -41,6 +42,9 @@ func nullInt(n int64) any {
 }
 
 func (q queries) GetOperation(ctx context.Context, id string) (store.Operation, error) {
+	if !isCanonicalUUID(id) {
+		return store.Operation{}, fmt.Errorf("get creation operation: %w", store.ErrNotFound)
+	}
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	op, err := scanOperation(q.ex.QueryRow(ctx, `SELECT `+operationColumns+` FROM task_creation_operations WHERE id = $1`, id))
@@ -48,6 +52,9 @@ func (q queries) GetOperation(ctx context.Context, id string) (store.Operation, 
 }
 
 func (q queries) LockOperationAndSteps(ctx context.Context, id string) (store.Operation, []store.CreationStep, error) {
+	if !isCanonicalUUID(id) {
+		return store.Operation{}, nil, fmt.Errorf("lock creation operation: %w", store.ErrNotFound)
+	}
 	var op store.Operation
 	var steps []store.CreationStep
 	err := q.batch(ctx, q.lockOperationQuery(id, &op), q.lockStepsQuery(id, &steps))
@@ -56,6 +63,9 @@ func (q queries) LockOperationAndSteps(ctx context.Context, id string) (store.Op
 
 // LockCreation locks in the documented order: operation, task, steps.
 func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, []store.CreationStep, *store.Task, error) {
+	if !isCanonicalUUID(id) {
+		return store.Operation{}, nil, nil, fmt.Errorf("lock creation: %w", store.ErrNotFound)
+	}
 	var op store.Operation
 	var steps []store.CreationStep
 	var task *store.Task

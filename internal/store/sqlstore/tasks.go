@@ -75,11 +75,11 @@ func (q queries) getTask(ctx context.Context, what, where string, args ...any) (
 	return t, q.wrap(what, err)
 }
 
-// isTaskID reports whether id is a canonical (lowercase, hyphenated) UUID,
-// the only form task ids take. Anything else names no task: without this
-// check PostgreSQL would fail the uuid cast (a 500) where SQLite finds
-// nothing (a 404).
-func isTaskID(id string) bool {
+// isCanonicalUUID reports whether id is a canonical (lowercase, hyphenated)
+// UUID, the only form task and creation operation ids take. Anything else
+// names no row: without this check PostgreSQL would fail the uuid cast (a
+// 500) where SQLite finds nothing (a 404).
+func isCanonicalUUID(id string) bool {
 	if len(id) != 36 || strings.ToLower(id) != id {
 		return false
 	}
@@ -88,14 +88,14 @@ func isTaskID(id string) bool {
 }
 
 func (q queries) GetTask(ctx context.Context, id string) (store.Task, error) {
-	if !isTaskID(id) {
+	if !isCanonicalUUID(id) {
 		return store.Task{}, fmt.Errorf("get task: %w", store.ErrNotFound)
 	}
 	return q.getTask(ctx, "get task", `id = $1`, id)
 }
 
 func (q queries) LockTask(ctx context.Context, id string) (store.Task, error) {
-	if !isTaskID(id) {
+	if !isCanonicalUUID(id) {
 		return store.Task{}, fmt.Errorf("lock task: %w", store.ErrNotFound)
 	}
 	return q.getTask(ctx, "lock task", `id = $1`+q.d.ForUpdate(), id)
@@ -165,7 +165,7 @@ func (q queries) UpdateTask(ctx context.Context, t store.Task) error {
 }
 
 func (q queries) DeleteTask(ctx context.Context, id string) error {
-	if !isTaskID(id) {
+	if !isCanonicalUUID(id) {
 		return fmt.Errorf("delete task: %w", store.ErrNotFound)
 	}
 	ctx, cancel := withDeadline(ctx)
