@@ -185,3 +185,32 @@ func TestShutdownSecondSignal(t *testing.T) {
 		t.Fatalf("gateway ended with %v, want killed by the second SIGTERM", p.state)
 	}
 }
+
+// TestShutdownTimeout: an upload that never completes holds the stop only
+// until --shutdown-timeout; then its connection is closed without an
+// answer (the provider retries) and the process still exits 0.
+func TestShutdownTimeout(t *testing.T) {
+	t.Parallel()
+	p := startProcess(t, newDatabaseURL(t, "sqlite"), writeConfig(t), "gateway", "--shutdown-timeout", "1s")
+	h := hook{Conn: "github", Event: "issues", Key: "shutdown-upload-3",
+		Body: githubIssueOpened(t, 7_100_003, 4244, "Never finished either")}
+	upload := startUpload(t, p.gateway, h)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	// Far below the server's own 60 s read timeout, which would otherwise
+	// end the stalled upload and the stop with it.
+	const exitWithin = 20 * time.Second
+	select {
+	case <-p.exited:
+	case <-time.After(exitWithin):
+		t.Fatalf("gateway still running %s after SIGTERM with --shutdown-timeout 1s", exitWithin)
+	}
+	if !p.state.Success() {
+		t.Errorf("gateway exited with %v, want exit status 0", p.state)
+	}
+	p.waitLog(t, `"msg":"shutdown timeout expired`)
+	if resp, err := http.ReadResponse(upload.r, nil); err == nil {
+		t.Errorf("the unfinished upload was answered %d, want its connection closed without an answer", resp.StatusCode)
+	}
+}
