@@ -162,28 +162,30 @@ func TestShutdownFinishesUploads(t *testing.T) {
 // the process at once, without waiting for the upload in flight.
 func TestShutdownSecondSignal(t *testing.T) {
 	t.Parallel()
-	p := startProcess(t, newDatabaseURL(t, "sqlite"), writeConfig(t), "gateway")
-	h := hook{Conn: "github", Event: "issues", Key: "shutdown-upload-2",
-		Body: githubIssueOpened(t, 7_100_002, 4243, "Never finished")}
-	startUpload(t, p.gateway, h) // never finished: the stop waits for it
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v", err)
-	}
-	p.waitLog(t, `"msg":"gateway stopping"`)
-	// The default action is restored just after the stop begins: signal
-	// until it takes effect.
-	poll(t, "a second SIGTERM to end the process", waitTimeout, func() bool {
-		select {
-		case <-p.exited:
-			return true
-		default:
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			return false
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		p := startProcess(t, newDatabaseURL(t, dialect), writeConfig(t), "gateway")
+		h := hook{Conn: "github", Event: "issues", Key: "shutdown-upload-2",
+			Body: githubIssueOpened(t, 7_100_002, 4243, "Never finished")}
+		startUpload(t, p.gateway, h) // never finished: the stop waits for it
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatalf("SIGTERM: %v", err)
+		}
+		p.waitLog(t, `"msg":"gateway stopping"`)
+		// The default action is restored just after the stop begins: signal
+		// until it takes effect.
+		poll(t, "a second SIGTERM to end the process", waitTimeout, func() bool {
+			select {
+			case <-p.exited:
+				return true
+			default:
+				_ = p.cmd.Process.Signal(syscall.SIGTERM)
+				return false
+			}
+		})
+		if ws, ok := p.state.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+			t.Fatalf("gateway ended with %v, want killed by the second SIGTERM", p.state)
 		}
 	})
-	if ws, ok := p.state.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
-		t.Fatalf("gateway ended with %v, want killed by the second SIGTERM", p.state)
-	}
 }
 
 // TestShutdownTimeout: an upload that never completes holds the stop only
@@ -191,26 +193,28 @@ func TestShutdownSecondSignal(t *testing.T) {
 // answer (the provider retries) and the process still exits 0.
 func TestShutdownTimeout(t *testing.T) {
 	t.Parallel()
-	p := startProcess(t, newDatabaseURL(t, "sqlite"), writeConfig(t), "gateway", "--shutdown-timeout", "1s")
-	h := hook{Conn: "github", Event: "issues", Key: "shutdown-upload-3",
-		Body: githubIssueOpened(t, 7_100_003, 4244, "Never finished either")}
-	upload := startUpload(t, p.gateway, h)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM: %v", err)
-	}
-	// Far below the server's own 60 s read timeout, which would otherwise
-	// end the stalled upload and the stop with it.
-	const exitWithin = 20 * time.Second
-	select {
-	case <-p.exited:
-	case <-time.After(exitWithin):
-		t.Fatalf("gateway still running %s after SIGTERM with --shutdown-timeout 1s", exitWithin)
-	}
-	if !p.state.Success() {
-		t.Errorf("gateway exited with %v, want exit status 0", p.state)
-	}
-	p.waitLog(t, `"msg":"shutdown timeout expired`)
-	if resp, err := http.ReadResponse(upload.r, nil); err == nil {
-		t.Errorf("the unfinished upload was answered %d, want its connection closed without an answer", resp.StatusCode)
-	}
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		p := startProcess(t, newDatabaseURL(t, dialect), writeConfig(t), "gateway", "--shutdown-timeout", "1s")
+		h := hook{Conn: "github", Event: "issues", Key: "shutdown-upload-3",
+			Body: githubIssueOpened(t, 7_100_003, 4244, "Never finished either")}
+		upload := startUpload(t, p.gateway, h)
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatalf("SIGTERM: %v", err)
+		}
+		// Far below the server's own 60 s read timeout, which would otherwise
+		// end the stalled upload and the stop with it.
+		const exitWithin = 20 * time.Second
+		select {
+		case <-p.exited:
+		case <-time.After(exitWithin):
+			t.Fatalf("gateway still running %s after SIGTERM with --shutdown-timeout 1s", exitWithin)
+		}
+		if !p.state.Success() {
+			t.Errorf("gateway exited with %v, want exit status 0", p.state)
+		}
+		p.waitLog(t, `"msg":"shutdown timeout expired`)
+		if resp, err := http.ReadResponse(upload.r, nil); err == nil {
+			t.Errorf("the unfinished upload was answered %d, want its connection closed without an answer", resp.StatusCode)
+		}
+	})
 }
