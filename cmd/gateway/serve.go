@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,9 @@ type commonFlags struct {
 	workers     int
 	// shutdownTimeout bounds a graceful stop (see serve).
 	shutdownTimeout time.Duration
+	// maxInflightBodyBytes bounds the webhook body bytes held at once
+	// (a size such as 256MiB; empty: the config's, else the default).
+	maxInflightBodyBytes string
 	// benchCeiling acknowledges webhooks without storing them: only for
 	// cmd/ingestbench's ceiling measurement; never durable.
 	benchCeiling bool
@@ -75,6 +80,7 @@ func parseCommon(name string, args []string, env Env, out io.Writer) (commonFlag
 	fs.StringVar(&f.logLevel, "log-level", get("GATEWAY_LOG_LEVEL", "info"), "debug | info | warn | error")
 	fs.IntVar(&f.workers, "workers", 4, "delivery processing goroutines")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", shutdownTimeout, "on SIGTERM/SIGINT, how long webhooks in flight and deliveries in hand get to finish (env GATEWAY_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&f.maxInflightBodyBytes, "max-inflight-body-bytes", get("GATEWAY_MAX_INFLIGHT_BODY_BYTES", ""), "bound on the webhook body bytes held in memory at once; over it webhooks get 503 with Retry-After e.g. 256MiB (env GATEWAY_MAX_INFLIGHT_BODY_BYTES, config max_inflight_body_bytes; default 256MiB)")
 	fs.BoolVar(&f.benchCeiling, "bench-ack-without-storing", false, "BENCHMARK ONLY: answer webhooks after verifying without storing them (not durable)")
 	if err := fs.Parse(args); err != nil {
 		return f, errUsage
@@ -212,6 +218,21 @@ func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st s
 	return nil
 }
 
+// inflightBodyBytes is the in-flight body bound: the flag (or its
+// environment variable), else the config file's, else the default.
+func inflightBodyBytes(flagValue, configValue string) (int64, error) {
+	for _, v := range []string{flagValue, configValue} {
+		if v != "" {
+			n, err := config.ParseByteSize(v)
+			if err != nil {
+				return 0, fmt.Errorf("max-inflight-body-bytes: %w", err)
+			}
+			return n, nil
+		}
+	}
+	return inbox.DefaultMaxInflightBodyBytes, nil
+}
+
 func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
 	f, logger, st, err := openMigrated(ctx, "serve", args, env, stderr)
 	if err != nil {
@@ -221,6 +242,13 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	cfg, err := loadConfig(ctx, f.configPath, env, st, stdout)
 	if err != nil {
 		return err
+	}
+	inflight, err := inflightBodyBytes(f.maxInflightBodyBytes, cfg.MaxInflightBodyBytes)
+	if err != nil {
+		return err
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(inbox.SoftMemoryLimit(inflight))
 	}
 	if err := applyConfig(ctx, cfg, f.adminToken, st, stdout); err != nil {
 		return err
@@ -234,7 +262,8 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	svc := tasks.NewService(st, logger, now)
 	projector := projection.New(st, lookupConn, logger, now)
 	api := tasks.NewAPI(svc, coord, projector, st, logger, now)
-	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{VerifyOnly: f.benchCeiling})
+	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{VerifyOnly: f.benchCeiling,
+		MaxInflightBodyBytes: inflight})
 	if f.benchCeiling {
 		logger.Warn("webhooks are acknowledged WITHOUT being stored (--bench-ack-without-storing): benchmark only")
 	}
@@ -247,10 +276,10 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}).Methods(http.MethodGet)
+	readiness := inbox.NewReadiness(st, receiver, now)
 	r.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ok, err := st.Migrated(r.Context())
-		if err != nil || !ok {
-			httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+		if err := readiness.Check(r.Context()); err != nil {
+			httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
 			return
 		}
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})

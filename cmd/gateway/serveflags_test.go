@@ -25,6 +25,8 @@ func TestServeRefusesBadFlags(t *testing.T) {
 			"admin token (--admin-token or GATEWAY_ADMIN_TOKEN): must be at least 16 characters"},
 		{"zero shutdown timeout", []string{"--shutdown-timeout", "0s"}, nil, "shutdown timeout (--shutdown-timeout or GATEWAY_SHUTDOWN_TIMEOUT): must be positive"},
 		{"malformed shutdown timeout env", nil, map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "soon"}, `GATEWAY_SHUTDOWN_TIMEOUT: time: invalid duration "soon"`},
+		{"malformed in-flight bound", []string{"--max-inflight-body-bytes", "lots"}, nil, `max-inflight-body-bytes: "lots" is not a size`},
+		{"zero in-flight bound env", nil, map[string]string{"GATEWAY_MAX_INFLIGHT_BODY_BYTES": "0"}, `max-inflight-body-bytes: "0": must be positive`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,5 +75,24 @@ func TestShutdownTimeoutFlag(t *testing.T) {
 				t.Errorf("shutdown timeout = %v, want %v", f.shutdownTimeout, tt.want)
 			}
 		})
+	}
+}
+
+func TestInflightBodyBytesPrecedence(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, flag, config string
+		want               int64
+	}{
+		{"default", "", "", 256 << 20},
+		{"config", "", "64MiB", 64 << 20},
+		{"flag or environment wins over config", "1MB", "64MiB", 1_000_000},
+		{"byte count", "1048576", "", 1 << 20},
+	}
+	for _, tt := range tests {
+		got, err := inflightBodyBytes(tt.flag, tt.config)
+		if err != nil || got != tt.want {
+			t.Errorf("%s: inflightBodyBytes(%q, %q) = %d, %v; want %d", tt.name, tt.flag, tt.config, got, err, tt.want)
+		}
 	}
 }

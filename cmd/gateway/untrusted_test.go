@@ -95,3 +95,21 @@ func TestUntrustedTrafficEndToEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestInflightBoundFlag: the bound set on the command line is the one the
+// receiver keeps (a body bigger than the whole bound can never be held).
+func TestInflightBoundFlag(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		g := startGateway(t, newDatabaseURL(t, dialect), "--max-inflight-body-bytes", "100KiB")
+		small := hook{Conn: "github", Event: "issues", Body: readFixture(t, "github/issues.opened.json")}
+		if status, body := g.send(t, small); status != http.StatusAccepted {
+			t.Fatalf("13 KB body under a 100 KiB bound = %d %s, want 202", status, body)
+		}
+		big := hook{Conn: "github", Event: "issues", Body: []byte(`{"pad":"` + strings.Repeat("x", 200<<10) + `"}`)}
+		status, body, err := g.postWebhook("github", big.header(githubSecret), big.Body)
+		if err != nil || status != http.StatusServiceUnavailable {
+			t.Fatalf("200 KiB body over a 100 KiB bound = %d %s (%v), want 503", status, body, err)
+		}
+	})
+}
