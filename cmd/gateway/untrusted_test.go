@@ -113,3 +113,27 @@ func TestInflightBoundFlag(t *testing.T) {
 		}
 	})
 }
+
+// TestProviderTextWithNULMakesItsTask: a provider's text may hold
+// characters PostgreSQL refuses (NUL); the delivery still makes its task, the
+// same on both databases: a title's control characters become spaces, a
+// description loses its NULs, a label that is not clean text is dropped.
+func TestProviderTextWithNULMakesItsTask(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		g := startGateway(t, newDatabaseURL(t, dialect))
+		body := mutate(t, githubIssueOpened(t, 7001, 71, "Null\x00title"), func(m map[string]any) {
+			issue := obj(t, m, "issue")
+			issue["body"] = "before\x00after"
+			issue["labels"] = []any{map[string]any{"name": "bug\x00"}}
+		})
+		d := g.process(t, hook{Conn: "github", Event: "issues", Body: body})
+		if d.Status != "succeeded" || d.action() != "create" {
+			t.Fatalf("delivery ended %s/%s (%s), want succeeded/create", d.Status, d.action(), str(d.LastError))
+		}
+		tk := g.onlyTask(t)
+		if tk.Title != "Null title" || tk.Description != "beforeafter" || len(tk.Labels) != 0 {
+			t.Errorf("task = %q %q %q, want the text without NUL", tk.Title, tk.Description, tk.Labels)
+		}
+	})
+}

@@ -522,9 +522,11 @@ func (w *Worker) finish(ctx context.Context, owner string, d store.Delivery) {
 	}
 }
 
-// IsPermanent reports whether err fails a delivery without retries.
+// IsPermanent reports whether err fails a delivery without retries: text
+// the database refuses (store.ErrInvalidText) is refused on every retry.
 func IsPermanent(err error) bool {
-	return errors.Is(err, ErrPermanent) || errors.Is(err, connectors.ErrMalformedPayload)
+	return errors.Is(err, ErrPermanent) || errors.Is(err, connectors.ErrMalformedPayload) ||
+		errors.Is(err, store.ErrInvalidText)
 }
 
 // RetryInterval is the wait before the attempt following attempt number

@@ -514,6 +514,8 @@ func TestIsPermanent(t *testing.T) {
 	}{
 		{fmt.Errorf("x: %w", ErrPermanent), true},
 		{fmt.Errorf("parse: %w", connectors.ErrMalformedPayload), true},
+		{fmt.Errorf("insert task: %w", store.ErrInvalidText), true},
+		{fmt.Errorf("insert task: %w", store.ErrUnavailable), false},
 		{errors.New("timeout"), false},
 		{context.DeadlineExceeded, false},
 	}
