@@ -317,8 +317,7 @@ func (a *Applier) update(ctx context.Context, conn config.Connection, ev connect
 func (a *Applier) deleteEntity(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, found bool, out inbox.Outcome) (inbox.Outcome, error) {
 	now := a.now()
 	// Record first: a delete arriving before its create must suppress it.
-	if err := a.st.UpsertSuppression(ctx, store.Suppression{WorkspaceID: conn.Workspace, ExternalID: ev.ExternalID,
-		TaskID: task.ID, Reason: string(tasks.DeletedAtSource), CreatedAt: now}); err != nil {
+	if err := tasks.Suppress(ctx, a.st, conn.Workspace, task.ID, tasks.DeletedAtSource, now, ev.ExternalID); err != nil {
 		return out, err
 	}
 	out.Action = "delete"

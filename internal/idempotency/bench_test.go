@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
 	"github.com/trackergateway/gateway/internal/store/storetest"
+	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
 // Benchmarks of task creation (docs/benchmarks.md, "Task creation (issues 2
@@ -129,24 +129,11 @@ func settlementCreate(ctx context.Context, st store.Store, req CreateRequest) (s
 		if err != nil {
 			return err
 		}
-		step, ok := findStep(ws.Steps, req.WorkflowStepID)
-		if !ok {
-			return fmt.Errorf("no step %q", req.WorkflowStepID)
-		}
-		if step.WIPLimit != nil {
-			n, err := tx.CountActiveTasksInStep(ctx, ws.ID, step.ID)
-			if err != nil {
-				return err
-			}
-			if n >= *step.WIPLimit {
-				return fmt.Errorf("step %q is full", step.ID)
-			}
-		}
-		seq, err := tx.NextTaskSequence(ctx, ws.ID)
+		admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, WorkspaceLocked: true, Task: task})
 		if err != nil {
 			return err
 		}
-		task.Identifier = fmt.Sprintf("%s-%d", ws.TaskPrefix, seq)
+		task = admitted
 		return tx.InsertTask(ctx, task)
 	})
 	if err != nil {

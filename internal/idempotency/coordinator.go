@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
 // Typed errors of the coordinator.
@@ -252,9 +252,9 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 		}
 		return BeginResult{}, fmt.Errorf("begin task creation: %w", err)
 	}
-	step, ok := findStep(ws.Steps, req.WorkflowStepID)
-	if !ok {
-		return BeginResult{}, failure.New(failure.Invalid, "workflow_step_id %q does not exist in workspace %q", req.WorkflowStepID, ws.ID)
+	step, err := taskrules.Step(ws, req.WorkflowStepID)
+	if err != nil {
+		return BeginResult{}, err
 	}
 	// The rows and the canonical plan are built before the transaction: the
 	// single SQLite writer (and PostgreSQL's row locks) are held only for
@@ -285,36 +285,15 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 		ActorBindingSHA256: ActorBindingHash(actorJSON), CompletionTokenSHA256: tokenHash, ExternalID: ext,
 		LeaseOwner: "caller", LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now}
 	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
-		// The workspace row serializes identifier allocation and WIP
-		// admission. Without a WIP limit it is locked by the sequence
-		// UPDATE, and the inserts after it travel with the COMMIT, so
-		// concurrent creates in a workspace hold it for one round trip; a
-		// unique violation on the external ID rolls the number back with
-		// the rest.
-		ws, step := ws, step
-		if step.WIPLimit != nil {
-			locked, err := tx.LockWorkspace(ctx, req.WorkspaceID)
-			if err != nil {
-				return err
-			}
-			ws = locked
-			step, _ = findStep(ws.Steps, req.WorkflowStepID)
-		}
-		if step.WIPLimit != nil {
-			n, err := tx.CountActiveTasksInStep(ctx, ws.ID, step.ID)
-			if err != nil {
-				return err
-			}
-			if n >= *step.WIPLimit {
-				return failure.New(failure.Conflict, "workflow step %q is at its WIP limit (%d)", step.ID, *step.WIPLimit)
-			}
-		}
-		seq, err := tx.NextTaskSequence(ctx, ws.ID)
+		// The task domain's admission: the WIP limit of its step and the
+		// identifier, under the workspace row (see taskrules.Admit). The
+		// inserts after it travel with the COMMIT, so concurrent creates in
+		// a workspace hold that row for one round trip; a unique violation
+		// on the external ID rolls the number back with the rest.
+		task, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, Task: task})
 		if err != nil {
 			return err
 		}
-		task := task
-		task.Identifier = fmt.Sprintf("%s-%d", ws.TaskPrefix, seq)
 		if err := tx.InsertTask(ctx, task); err != nil {
 			return err
 		}
@@ -334,15 +313,6 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 		return BeginResult{}, fmt.Errorf("begin task creation: %w", err)
 	}
 	return result, nil
-}
-
-func findStep(steps []store.Step, id string) (store.Step, bool) {
-	for _, s := range steps {
-		if s.ID == id {
-			return s, true
-		}
-	}
-	return store.Step{}, false
 }
 
 func validateContribution(r RemoteContributionRequest) error {
@@ -528,21 +498,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// TaskEventPayload is the outbox payload of every task event.
-func TaskEventPayload(t store.Task) string {
-	m := map[string]any{"id": t.ID, "workspace_id": t.WorkspaceID, "identifier": t.Identifier, "title": t.Title,
-		"revision": t.Revision}
-	if t.ExternalID != "" {
-		m["external_id"] = t.ExternalID
-	}
-	if t.Source != nil {
-		m["source"] = map[string]string{"provider": t.Source.Provider, "kind": t.Source.Kind, "ref": t.Source.Ref, "url": t.Source.URL}
-	}
-	if t.OwnerConnection != "" {
-		m["owner_connection"] = t.OwnerConnection
-	}
-	b, _ := json.Marshal(m)
-	return string(b)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
 // unacknowledged marks the commits that no caller is answered on — Begin,
@@ -453,7 +454,7 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 			return err
 		}
 		eventID, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: task.WorkspaceID, TaskID: task.ID,
-			Revision: 1, Type: store.EventTaskCreated, Payload: TaskEventPayload(task), CreatedAt: now})
+			Revision: 1, Type: store.EventTaskCreated, Payload: taskrules.EventPayload(task), CreatedAt: now})
 		if err != nil {
 			return err
 		}

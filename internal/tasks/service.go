@@ -1,6 +1,8 @@
 // Package tasks owns the task domain: validation rules, the task JSON, reads,
-// updates, archive and delete (with the outbox events they emit), and the
-// REST API. Creation goes through internal/idempotency's coordinator.
+// updates, archive and delete (with the outbox events they emit, and the
+// suppressions a delete leaves), and the REST API. Creation goes through
+// internal/idempotency's coordinator; the rules it shares with this package
+// (step admission, the event payload) are in internal/tasks/taskrules.
 package tasks
 
 import (
@@ -15,8 +17,8 @@ import (
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
-	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
 // Limits of task fields (documented in README "API limits").
@@ -175,7 +177,8 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 		if visible != nil && !visible(before.WorkspaceID) {
 			return errTaskNotFound
 		}
-		// Lock order: workspace before task (a step move checks WIP).
+		// Lock order: workspace before task (moves and unarchives are
+		// admitted into their step under the workspace row).
 		ws, err := tx.LockWorkspace(ctx, before.WorkspaceID)
 		if err != nil {
 			return err
@@ -191,6 +194,7 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 			out = t
 			return ErrStale
 		}
+		stored := t
 		now := s.now()
 		if p.Title != nil {
 			t.Title = *p.Title
@@ -215,26 +219,12 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 				t.ArchivedAt = nil
 			}
 		}
-		if p.WorkflowStepID != nil && *p.WorkflowStepID != t.WorkflowStepID {
-			var step *store.Step
-			for i := range ws.Steps {
-				if ws.Steps[i].ID == *p.WorkflowStepID {
-					step = &ws.Steps[i]
-				}
-			}
-			if step == nil {
-				return failure.New(failure.Invalid, "workflow_step_id %q does not exist in workspace %q", *p.WorkflowStepID, ws.ID)
-			}
-			if step.WIPLimit != nil && t.ArchivedAt == nil {
-				n, err := tx.CountActiveTasksInStep(ctx, ws.ID, step.ID)
-				if err != nil {
-					return err
-				}
-				if n >= *step.WIPLimit {
-					return failure.New(failure.Conflict, "workflow step %q is at its WIP limit (%d)", step.ID, *step.WIPLimit)
-				}
-			}
-			t.WorkflowStepID = step.ID
+		if p.WorkflowStepID != nil {
+			t.WorkflowStepID = *p.WorkflowStepID
+		}
+		// A move or an unarchive is admitted into the step like a create.
+		if t, err = taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, WorkspaceLocked: true, Before: &stored, Task: t}); err != nil {
+			return err
 		}
 		t.Revision++
 		t.UpdatedAt = now
@@ -242,7 +232,7 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 			return err
 		}
 		if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: t.WorkspaceID, TaskID: t.ID, Revision: t.Revision,
-			Type: store.EventTaskUpdated, Payload: idempotency.TaskEventPayload(t), CreatedAt: now}); err != nil {
+			Type: store.EventTaskUpdated, Payload: taskrules.EventPayload(t), CreatedAt: now}); err != nil {
 			return err
 		}
 		out = t
@@ -272,6 +262,29 @@ const (
 	DeletedAtSource   DeleteReason = "deleted at source"
 )
 
+// SuppressionWriter records suppressions: a transaction or the store.
+type SuppressionWriter interface {
+	UpsertSuppression(ctx context.Context, s store.Suppression) error
+}
+
+// Suppress records, for each non-empty external ID, that later deliveries
+// for it in the workspace create nothing: the entity's task was deleted for
+// reason. taskID is the deleted task, "" when the entity has none (a
+// delete delivered before its create). Every suppression a delete leaves
+// is written here.
+func Suppress(ctx context.Context, w SuppressionWriter, workspaceID, taskID string, reason DeleteReason, at time.Time, externalIDs ...string) error {
+	for _, ext := range externalIDs {
+		if ext == "" {
+			continue
+		}
+		if err := w.UpsertSuppression(ctx, store.Suppression{WorkspaceID: workspaceID, ExternalID: ext,
+			TaskID: taskID, Reason: string(reason), CreatedAt: at}); err != nil {
+			return fmt.Errorf("record suppression: %w", err)
+		}
+	}
+	return nil
+}
+
 // Delete removes a task, its associations and projections, and emits
 // task.deleted. When the task is connector-owned (it mirrors a provider
 // entity), the gateway records suppressions for its external ID and aliases,
@@ -298,14 +311,8 @@ func (s *Service) Delete(ctx context.Context, id string, reason DeleteReason, vi
 			if err != nil {
 				return err
 			}
-			for _, ext := range append([]string{t.ExternalID}, aliases...) {
-				if ext == "" {
-					continue
-				}
-				if err := tx.UpsertSuppression(ctx, store.Suppression{WorkspaceID: t.WorkspaceID, ExternalID: ext,
-					TaskID: t.ID, Reason: string(reason), CreatedAt: now}); err != nil {
-					return err
-				}
+			if err := Suppress(ctx, tx, t.WorkspaceID, t.ID, reason, now, append([]string{t.ExternalID}, aliases...)...); err != nil {
+				return err
 			}
 		}
 		if err := tx.DeleteAssociationsForTask(ctx, t.ID); err != nil {
@@ -316,7 +323,7 @@ func (s *Service) Delete(ctx context.Context, id string, reason DeleteReason, vi
 		}
 		t.Revision++
 		if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: t.WorkspaceID, TaskID: t.ID, Revision: t.Revision,
-			Type: store.EventTaskDeleted, Payload: idempotency.TaskEventPayload(t), CreatedAt: now}); err != nil {
+			Type: store.EventTaskDeleted, Payload: taskrules.EventPayload(t), CreatedAt: now}); err != nil {
 			return err
 		}
 		out = t
