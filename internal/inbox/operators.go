@@ -239,32 +239,27 @@ func (o *operators) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// replay: POST /api/v1/deliveries/{id}/replay. The stored delivery is queued
-// again as received; its signature was verified at ingest and is not
-// re-verified.
+// replay: POST /api/v1/deliveries/{id}/replay. A finished delivery (failed,
+// ignored, suppressed, succeeded) is queued again as received; its signature
+// was verified at ingest and is not re-verified. One that has not finished
+// is 409: a worker holds it or will.
 func (o *operators) replay(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
 	if !httpapi.ValidText(id) {
 		return errDeliveryNotFound
 	}
-	cur, err := o.st.GetDelivery(ctx, id)
+	// Only a finished delivery is replayed, guarded in the store's UPDATE: a
+	// check here before it would race a worker claiming the delivery.
+	d, requeued, err := o.st.RequeueDelivery(ctx, id, o.now())
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errDeliveryNotFound
 		}
 		return err
 	}
-	now := o.now()
-	if cur.Status == store.DeliveryProcessing && cur.LeaseExpiresAt != nil && cur.LeaseExpiresAt.After(now) {
-		return failure.New(failure.Conflict, "delivery is being processed; replay it once it has finished")
-	}
-	d, err := o.st.RequeueDelivery(ctx, id, now)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return errDeliveryNotFound
-		}
-		return err
+	if !requeued {
+		return failure.New(failure.Conflict, "delivery has not finished; replay it once it has")
 	}
 	if err := o.st.Notify(ctx, Channel); err != nil {
 		// Workers poll too; the replay is due either way.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -433,13 +434,21 @@ func TestOperatorReplay(t *testing.T) {
 			t.Errorf("replay succeeded = %d, want %d (%s)", code, http.StatusAccepted, raw)
 		}
 
+		var queued store.Delivery
+		for _, d := range f.all {
+			if d.DeliveryKey == "k5" {
+				queued = d
+			}
+		}
+		const notFinished = "delivery has not finished; replay it once it has"
 		tests := []struct {
 			name      string
 			id        string
 			wantCode  int
 			wantError string
 		}{
-			{"being processed", f.processing.ID, http.StatusConflict, "delivery is being processed; replay it once it has finished"},
+			{"being processed", f.processing.ID, http.StatusConflict, notFinished},
+			{"queued", queued.ID, http.StatusConflict, notFinished},
 			{"unknown", "00000000-0000-4000-8000-000000000000", http.StatusNotFound, "delivery not found"},
 			{"not an id", "nope", http.StatusNotFound, "delivery not found"},
 		}
@@ -455,11 +464,128 @@ func TestOperatorReplay(t *testing.T) {
 				}
 			})
 		}
-
-		// Once its lease has expired (the worker died), it can be replayed.
-		f.clock.Advance(2 * time.Minute)
-		if code, raw := f.do(t, http.MethodPost, "/api/v1/deliveries/"+f.processing.ID+"/replay"); code != http.StatusAccepted {
-			t.Errorf("replay after lease expiry = %d, want %d (%s)", code, http.StatusAccepted, raw)
+		if d := getDelivery(t, st, f.processing.ID); d.Status != store.DeliveryProcessing || d.LeaseOwner != "op-worker" || d.Attempts != 1 {
+			t.Errorf("after a refused replay: status %s owner %q attempts %d, want still processing by op-worker", d.Status, d.LeaseOwner, d.Attempts)
 		}
+
+		// Once its lease has expired (the worker died) it is still not
+		// finished: a worker reclaims it, a replay does not reset it.
+		f.clock.Advance(2 * time.Minute)
+		if code, raw := f.do(t, http.MethodPost, "/api/v1/deliveries/"+f.processing.ID+"/replay"); code != http.StatusConflict {
+			t.Errorf("replay after lease expiry = %d, want %d (%s)", code, http.StatusConflict, raw)
+		}
+		if n := f.st.n.Load(); n != 2 {
+			t.Errorf("notifications = %d, want 2 (refused replays send none)", n)
+		}
+	})
+}
+
+// TestOperatorReplayRacesWorkerClaim: a replay racing a worker that claims
+// a fresh delivery, finishes it and claims again never resets the delivery
+// under the worker nor has it processed twice at once. The replay starts with
+// the worker, after its first claim or after its finish (in turn), and runs
+// concurrently with the rest: before the finish it is 409 and the worker's
+// outcome stands; after it, it is 202 and a claim (the worker's second, or
+// the next) takes the requeued delivery afresh.
+func TestOperatorReplayRacesWorkerClaim(t *testing.T) {
+	t.Parallel()
+	const races = 150
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		clock := newTestClock()
+		r := mux.NewRouter()
+		RegisterOperatorRoutes(r, st, testLogger(t), clock.Now)
+		claim := func() ([]store.Delivery, error) {
+			return st.ClaimDeliveries(ctx, "worker", clock.Now(), time.Minute, 10)
+		}
+		finish := func(d store.Delivery) error {
+			now := clock.Now()
+			d.Status, d.ProcessedAt, d.NextAttemptAt, d.LastError = store.DeliveryFailed, &now, now, "parse: malformed payload"
+			return st.FinishDelivery(ctx, d, "worker")
+		}
+		type answer struct{ phase, code int }
+		answers := map[answer]int{}
+		for i := range races {
+			res, err := st.InsertDeliveries(ctx, []store.Delivery{{ConnectionID: connFake, Provider: fakeProvider, Event: "issue",
+				DeliveryKey: "race-" + strconv.Itoa(i), Headers: `{}`, Body: []byte(`{}`), ReceivedAt: clock.Now()}})
+			if err != nil {
+				t.Fatalf("insert: %v", err)
+			}
+			id := res[0].ID
+			// phases[0] starts the replay with the worker, phases[1] after its
+			// first claim, phases[2] after its finish.
+			phases := [3]chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
+			phase := i % 3
+			var (
+				wg                  sync.WaitGroup
+				first, second       []store.Delivery
+				claimErr, finishErr error
+				code                int
+			)
+			wg.Go(func() {
+				defer func() {
+					for _, ch := range phases[1:] {
+						select {
+						case <-ch:
+						default:
+							close(ch)
+						}
+					}
+				}()
+				<-phases[0]
+				if first, claimErr = claim(); claimErr != nil || len(first) != 1 {
+					return
+				}
+				close(phases[1])
+				if finishErr = finish(first[0]); finishErr != nil {
+					return
+				}
+				close(phases[2])
+				if second, claimErr = claim(); claimErr == nil && len(second) == 1 {
+					finishErr = finish(second[0])
+				}
+			})
+			wg.Go(func() {
+				<-phases[phase]
+				rec := httptest.NewRecorder()
+				r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/deliveries/"+id+"/replay", nil))
+				code = rec.Code
+			})
+			close(phases[0])
+			wg.Wait()
+
+			if claimErr != nil || len(first) != 1 || first[0].ID != id || first[0].Attempts != 1 {
+				t.Fatalf("race %d: the worker's first claim = %+v (err %v), want delivery %s at attempt 1", i, first, claimErr, id)
+			}
+			if finishErr != nil {
+				t.Fatalf("race %d: the worker lost its claim to the replay (answered %d): %v", i, code, finishErr)
+			}
+			switch {
+			case code == http.StatusConflict && phase < 2:
+				if len(second) != 0 {
+					t.Fatalf("race %d: replay refused, yet the worker claimed %+v again", i, second)
+				}
+			case code == http.StatusAccepted:
+				if len(second) == 0 { // the replay came after the second claim
+					if second, err = claim(); err != nil || len(second) != 1 {
+						t.Fatalf("race %d: replay accepted, yet a claim after it = %+v (err %v), want the requeued delivery", i, second, err)
+					}
+					if err := finish(second[0]); err != nil {
+						t.Fatalf("race %d: finish after the replay: %v", i, err)
+					}
+				}
+				if len(second) != 1 || second[0].ID != id || second[0].Attempts != 1 {
+					t.Fatalf("race %d: claim of the replayed delivery = %+v, want delivery %s afresh at attempt 1", i, second, id)
+				}
+			default:
+				t.Fatalf("race %d: replay started in phase %d answered %d", i, phase, code)
+			}
+			// Processed once per accepted replay, plus once: never twice at once.
+			if d := getDelivery(t, st, id); d.Status != store.DeliveryFailed || d.Attempts != 1 {
+				t.Fatalf("race %d: stored %s with %d attempts, want the last worker's outcome, failed at attempt 1", i, d.Status, d.Attempts)
+			}
+			answers[answer{phase, code}]++
+		}
+		t.Logf("replay answers by phase over %d races: %v", races, answers)
 	})
 }

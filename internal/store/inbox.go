@@ -79,9 +79,14 @@ type DeliveryQueries interface {
 	// lease was lost (the entity lease, of no use then, is released all the
 	// same).
 	FinishDelivery(ctx context.Context, d Delivery, owner string) error
-	// RequeueDelivery makes a delivery due again (operator replay): status
-	// queued, attempts 0, lease cleared.
-	RequeueDelivery(ctx context.Context, id string, now time.Time) (Delivery, error)
+	// RequeueDelivery makes a finished delivery (succeeded, ignored,
+	// suppressed or failed) due again (operator replay): status queued,
+	// attempts 0, lease and outcome cleared. The status guard is in the
+	// UPDATE itself, so a delivery a worker claimed in between is never
+	// reset under it. requeued is false, and d the row as it stands, when
+	// the delivery exists but has not finished; ErrNotFound when it does not
+	// exist.
+	RequeueDelivery(ctx context.Context, id string, now time.Time) (d Delivery, requeued bool, err error)
 	// NextDeliveryDue returns the earliest next_attempt_at of a pending
 	// delivery, or zero when none.
 	NextDeliveryDue(ctx context.Context) (time.Time, error)

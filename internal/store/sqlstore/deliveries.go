@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -298,17 +299,30 @@ func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner str
 	return err
 }
 
-func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) (store.Delivery, error) {
+// RequeueDelivery guards on a finished status in the UPDATE's own predicate:
+// a worker's claim and the replay then serialize on the row (PostgreSQL
+// re-checks the predicate once the claim's row lock is released; SQLite has
+// one writer), so the one that comes second sees the other's status.
+func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) (store.Delivery, bool, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	if _, err := uuid.Parse(id); err != nil {
-		return store.Delivery{}, fmt.Errorf("requeue delivery: %w", store.ErrNotFound)
+		return store.Delivery{}, false, fmt.Errorf("requeue delivery: %w", store.ErrNotFound)
 	}
 	d, err := scanDelivery(q.ex.QueryRow(ctx, `UPDATE deliveries SET status = 'queued', attempts = 0, last_error = NULL,
 		next_attempt_at = $2, lease_owner = NULL, lease_expires_at = NULL, processed_at = NULL,
 		outcome_task_id = NULL, outcome_external_id = NULL, outcome_action = NULL, outcome_result = NULL
-		WHERE id = $1 RETURNING `+deliverySummaryColumns, id, now), false)
-	return d, q.wrap("requeue delivery", err)
+		WHERE id = $1 AND status IN ('succeeded', 'ignored', 'suppressed', 'failed')
+		RETURNING `+deliverySummaryColumns, id, now), false)
+	if err == nil {
+		return d, true, nil
+	}
+	if !errors.Is(err, ErrNoRows) {
+		return store.Delivery{}, false, q.wrap("requeue delivery", err)
+	}
+	// Nothing matched: tell a delivery that has not finished from none.
+	d, err = scanDelivery(q.ex.QueryRow(ctx, `SELECT `+deliverySummaryColumns+` FROM deliveries WHERE id = $1`, id), false)
+	return d, false, q.wrap("requeue delivery", err)
 }
 
 func (q queries) NextDeliveryDue(ctx context.Context) (time.Time, error) {

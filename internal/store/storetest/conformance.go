@@ -420,10 +420,10 @@ func testInbox(t *testing.T, s *sqlstore.Store) {
 	if len(list) != 1 {
 		t.Errorf("list succeeded = %d", len(list))
 	}
-	rq, err := s.RequeueDelivery(ctx, done.ID, now)
+	rq, requeued, err := s.RequeueDelivery(ctx, done.ID, now)
 	must(t, err)
-	if rq.Status != store.DeliveryQueued || rq.Attempts != 0 {
-		t.Errorf("requeued = %+v", rq)
+	if !requeued || rq.Status != store.DeliveryQueued || rq.Attempts != 0 {
+		t.Errorf("requeued = %v, %+v", requeued, rq)
 	}
 }
 
