@@ -3,17 +3,12 @@ package store_test
 import (
 	"testing"
 
-	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/storetest"
 )
 
-func TestConformanceSQLite(t *testing.T) {
+// TestConformance runs the driver conformance suite on SQLite and, when a
+// server is configured, PostgreSQL.
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Conformance(t, store.DialectSQLite)
-}
-
-func TestConformancePostgres(t *testing.T) {
-	t.Parallel()
-	storetest.PostgresURL(t)
-	storetest.Conformance(t, store.DialectPostgres)
+	storetest.Conformance(t)
 }

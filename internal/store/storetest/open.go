@@ -29,15 +29,24 @@ const PostgresURLEnv = "GATEWAY_TEST_POSTGRES_URL"
 // Dialects lists the dialects tests run against.
 var Dialects = []string{store.DialectSQLite, store.DialectPostgres}
 
-// ForEachDialect runs fn as a subtest per dialect, each with a fresh store.
-// The PostgreSQL subtest skips, visibly, when no server URL is configured.
-func ForEachDialect(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
+// ForDialects runs fn as a subtest per dialect, named after it. The
+// PostgreSQL subtest skips, visibly, when no server URL is configured.
+func ForDialects(t *testing.T, fn func(t *testing.T, dialect string)) {
 	t.Helper()
 	for _, d := range Dialects {
 		t.Run(d, func(t *testing.T) {
-			fn(t, Open(t, d))
+			if d == store.DialectPostgres {
+				PostgresURL(t)
+			}
+			fn(t, d)
 		})
 	}
+}
+
+// ForEachDialect runs fn as a subtest per dialect, each with a fresh store.
+func ForEachDialect(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
+	t.Helper()
+	ForDialects(t, func(t *testing.T, d string) { fn(t, Open(t, d)) })
 }
 
 var schemaSeq atomic.Int64

@@ -1,0 +1,103 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+var leaseTests = []contractTest{
+	{name: "entity leases exclude", fn: testEntityLeases},
+	{name: "a lost delivery lease still releases its entity lease", fn: testFinishAfterLostLease},
+}
+
+func testEntityLeases(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	d1, d2 := uuid.NewString(), uuid.NewString()
+	ok, err := s.AcquireEntityLease(ctx, "e", "w1", d1, epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("first lease refused")
+	}
+	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if ok {
+		t.Fatal("held lease granted twice")
+	}
+	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch.Add(2*time.Minute), epoch.Add(3*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("expired lease not stolen")
+	}
+	// Finishing a delivery releases the entity lease it holds.
+	res, err := s.InsertDeliveries(ctx, []store.Delivery{{ConnectionID: "gh", Provider: "github", Event: "issues",
+		DeliveryKey: "lease-1", Headers: `{}`, Body: []byte(`{}`), ReceivedAt: epoch}})
+	must(t, err)
+	claimed, err := s.ClaimDeliveries(ctx, "w3", epoch, time.Minute, 1)
+	must(t, err)
+	if len(claimed) != 1 || claimed[0].ID != res[0].ID {
+		t.Fatalf("claimed = %+v", claimed)
+	}
+	ok, err = s.AcquireEntityLease(ctx, "e2", "w3", res[0].ID, epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("lease for the claimed delivery refused")
+	}
+	done := claimed[0]
+	done.Status, done.EntityKey = store.DeliverySucceeded, "e2"
+	must(t, s.FinishDelivery(ctx, done, "w3"))
+	ok, err = s.AcquireEntityLease(ctx, "e2", "w4", uuid.NewString(), epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("entity lease still held after its delivery finished")
+	}
+
+	// The holder may renew its own lease.
+	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch.Add(2*time.Minute), epoch.Add(4*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("holder's renewal refused")
+	}
+}
+
+// testFinishAfterLostLease: a worker whose claim was taken over records
+// nothing, gets ErrNotFound, and no longer holds the entity.
+func testFinishAfterLostLease(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	res, err := s.InsertDeliveries(ctx, []store.Delivery{{ConnectionID: "gh", Provider: "github", Event: "issues",
+		DeliveryKey: "lost-1", Headers: `{}`, Body: []byte(`{}`), ReceivedAt: epoch}})
+	must(t, err)
+	claimed, err := s.ClaimDeliveries(ctx, "w1", epoch, time.Minute, 1)
+	must(t, err)
+	if len(claimed) != 1 {
+		t.Fatalf("claimed %d deliveries, want 1", len(claimed))
+	}
+	ok, err := s.AcquireEntityLease(ctx, "e-lost", "w1", res[0].ID, epoch, epoch.Add(10*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("entity lease refused")
+	}
+	if _, err := s.ClaimDeliveries(ctx, "w2", epoch.Add(2*time.Minute), time.Minute, 1); err != nil {
+		t.Fatal(err)
+	}
+	done := claimed[0]
+	done.Status, done.EntityKey = store.DeliverySucceeded, "e-lost"
+	if err := s.FinishDelivery(ctx, done, "w1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("finish after the lease was lost: err = %v, want ErrNotFound", err)
+	}
+	got, err := s.GetDelivery(ctx, res[0].ID)
+	must(t, err)
+	if got.Status != store.DeliveryProcessing || got.LeaseOwner != "w2" {
+		t.Errorf("delivery = %s owned by %q, want still processing by w2", got.Status, got.LeaseOwner)
+	}
+	ok, err = s.AcquireEntityLease(ctx, "e-lost", "w2", res[0].ID, epoch.Add(2*time.Minute), epoch.Add(3*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Error("entity lease of the worker that lost its claim is still held")
+	}
+}

@@ -1,0 +1,95 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+var projectionTests = []contractTest{
+	{name: "projection ignores stale payloads", fn: testProjectionStale},
+	{name: "refresh bookkeeping is recorded and read back", fn: testProjectionSync},
+}
+
+func testProjectionStale(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "", 1)
+	must(t, s.InsertTask(ctx, task))
+	newer, older := epoch.Add(time.Hour), epoch
+	p := store.Projection{Provider: "github", TaskID: task.ID, ConnectionID: "gh", ProviderID: 9, Repository: "o/r",
+		Number: 1, Title: "new", State: "open", ProviderUpdatedAt: &newer}
+	must(t, s.UpsertProjection(ctx, p))
+	p.Title, p.ProviderUpdatedAt = "old", &older
+	must(t, s.UpsertProjection(ctx, p))
+	got, err := s.ListProjectionsForTask(ctx, task.ID)
+	must(t, err)
+	if len(got) != 1 || got[0].Title != "new" {
+		t.Errorf("projection = %+v", got)
+	}
+}
+
+// testProjectionSync: the rows due for a refresh are those whose next sync
+// has come, and a refresh attempt's bookkeeping reads back.
+func testProjectionSync(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "", 1)
+	must(t, s.InsertTask(ctx, task))
+	soon, later := epoch.Add(time.Minute), epoch.Add(2*time.Minute)
+	pr := store.Projection{Provider: "github", TaskID: task.ID, ConnectionID: "gh", ProviderID: 1, Repository: "o/r",
+		Number: 1, Title: "pr", State: "open", NextSyncAt: &soon}
+	mr := store.Projection{Provider: "gitlab", TaskID: task.ID, ConnectionID: "gl", ProviderID: 2, Repository: "g/p",
+		Number: 2, Title: "mr", State: "open", NextSyncAt: &later}
+	never := store.Projection{Provider: "github", TaskID: task.ID, ConnectionID: "gh", ProviderID: 3, Repository: "o/r",
+		Number: 3, Title: "synced", State: "merged", Merged: true}
+	for _, p := range []store.Projection{pr, mr, never} {
+		must(t, s.UpsertProjection(ctx, p))
+	}
+	due := func(now time.Time) []string {
+		t.Helper()
+		ps, err := s.ListProjectionsDue(ctx, now, 10)
+		must(t, err)
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Provider+"/"+p.Repository)
+		}
+		slices.Sort(out)
+		return out
+	}
+	tests := []struct {
+		now  time.Time
+		want []string
+	}{
+		{epoch, nil},
+		{soon, []string{"github/o/r"}},
+		{later, []string{"github/o/r", "gitlab/g/p"}},
+	}
+	for _, tc := range tests {
+		if got := due(tc.now); !slices.Equal(got, tc.want) {
+			t.Errorf("due at %v = %q, want %q", tc.now, got, tc.want)
+		}
+	}
+
+	next, synced := epoch.Add(time.Hour), epoch.Add(90*time.Second)
+	pr.SyncAttempts, pr.NextSyncAt, pr.SyncError, pr.LastSyncedAt = 2, &next, "rate limited", &synced
+	must(t, s.UpdateProjectionSync(ctx, pr))
+	if got := due(later); !slices.Equal(got, []string{"gitlab/g/p"}) {
+		t.Errorf("due after the refresh was rescheduled = %q, want only the merge request", got)
+	}
+	ps, err := s.ListProjectionsForTask(ctx, task.ID)
+	must(t, err)
+	var got *store.Projection
+	for i := range ps {
+		if ps[i].Provider == "github" && ps[i].ProviderID == 1 {
+			got = &ps[i]
+		}
+	}
+	if len(ps) != 3 || got == nil || got.SyncAttempts != 2 || got.NextSyncAt == nil || !got.NextSyncAt.Equal(next) ||
+		got.SyncError != "rate limited" || got.LastSyncedAt == nil || !got.LastSyncedAt.Equal(synced) || got.Title != "pr" {
+		t.Errorf("projections after the refresh = %+v, want the pull request's bookkeeping updated", ps)
+	}
+}

@@ -1,0 +1,185 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+var taskTests = []contractTest{
+	{name: "task round trip", fn: testTaskRoundTrip},
+	{name: "unique violations are attributed by name", fn: testUniqueAttribution},
+	{name: "settlement predicate includes external_id", fn: testSettlePredicate},
+	{name: "release clears identity", fn: testRelease},
+	{name: "list tasks pages and hides preparing", fn: testListTasks},
+	{name: "a completed task is found by its source reference", fn: testFindTaskBySourceRef},
+}
+
+func testTaskRoundTrip(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	task.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "o/r#1", URL: "https://x"}
+	task.ArchivedAt = &epoch
+	must(t, s.InsertTask(ctx, task))
+	got, err := s.GetTask(ctx, task.ID)
+	must(t, err)
+	if got.ExternalID != "ext-1" || got.Source == nil || got.Source.Ref != "o/r#1" || got.ArchivedAt == nil ||
+		!got.ArchivedAt.Equal(epoch) || len(got.Labels) != 1 || got.ExternalIDSettledAt != nil {
+		t.Errorf("round trip = %+v", got)
+	}
+	if _, err := s.LookupTaskByExternalID(ctx, "ws", "EXT-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("case-insensitive lookup err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetTask(ctx, uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing task err = %v", err)
+	}
+}
+
+func testUniqueAttribution(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	must(t, s.InsertTask(ctx, newTask("ws", "ext-1", 1)))
+	err := s.InsertTask(ctx, newTask("ws", "ext-1", 2))
+	if !errors.Is(err, store.ErrExternalIDTaken) {
+		t.Errorf("same external id err = %v, want ErrExternalIDTaken", err)
+	}
+	dupIdentifier := newTask("ws", "ext-2", 1)
+	err = s.InsertTask(ctx, dupIdentifier)
+	if !errors.Is(err, store.ErrConstraint) || errors.Is(err, store.ErrExternalIDTaken) {
+		t.Errorf("same identifier err = %v, want ErrConstraint only", err)
+	}
+	// Tasks without an external ID never collide.
+	must(t, s.InsertTask(ctx, newTask("ws", "", 3)))
+	must(t, s.InsertTask(ctx, newTask("ws", "", 4)))
+}
+
+func testSettlePredicate(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	must(t, s.InsertTask(ctx, task))
+	_, err := s.ReleaseExternalID(ctx, "ws", "ext-1")
+	must(t, err)
+	n, err := s.SettleExternalID(ctx, task.ID, "ext-1", epoch)
+	must(t, err)
+	if n != 0 {
+		t.Errorf("settle after release rows = %d, want 0", n)
+	}
+	task2 := newTask("ws", "ext-2", 2)
+	must(t, s.InsertTask(ctx, task2))
+	n, err = s.SettleExternalID(ctx, task2.ID, "ext-2", epoch)
+	must(t, err)
+	if n != 1 {
+		t.Errorf("settle rows = %d, want 1", n)
+	}
+	n, err = s.SettleExternalID(ctx, task2.ID, "ext-2", epoch)
+	must(t, err)
+	if n != 0 {
+		t.Errorf("second settle rows = %d, want 0", n)
+	}
+}
+
+func testRelease(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	task.ExternalIDSettledAt = &epoch
+	must(t, s.InsertTask(ctx, task))
+	got, err := s.ReleaseExternalID(ctx, "ws", "ext-1")
+	must(t, err)
+	if got.ExternalID != "" || got.ExternalIDSettledAt != nil {
+		t.Errorf("released = %+v", got)
+	}
+	if _, err := s.ReleaseExternalID(ctx, "ws", "ext-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("second release err = %v", err)
+	}
+	must(t, s.InsertTask(ctx, newTask("ws", "ext-1", 2)))
+}
+
+func testListTasks(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	for i := 1; i <= 5; i++ {
+		task := newTask("ws", "", i)
+		if i == 3 {
+			task.CreationState = store.CreationPreparing
+		}
+		if i == 4 {
+			task.ArchivedAt = &epoch
+		}
+		must(t, s.InsertTask(ctx, task))
+	}
+	page, err := s.ListTasks(ctx, store.TaskPage{WorkspaceID: "ws", Limit: 2})
+	must(t, err)
+	if len(page) != 2 || page[0].Identifier != "WS-1" || page[1].Identifier != "WS-2" {
+		t.Fatalf("page 1 = %v", identifiers(page))
+	}
+	page, err = s.ListTasks(ctx, store.TaskPage{WorkspaceID: "ws", Limit: 2, AfterCreatedAt: page[1].CreatedAt, AfterID: page[1].ID})
+	must(t, err)
+	if len(page) != 1 || page[0].Identifier != "WS-5" {
+		t.Fatalf("page 2 = %v", identifiers(page))
+	}
+	all, err := s.ListTasks(ctx, store.TaskPage{WorkspaceID: "ws", Limit: 10, IncludeArchived: true})
+	must(t, err)
+	if len(all) != 4 {
+		t.Errorf("with archived = %v", identifiers(all))
+	}
+	n, err := s.CountActiveTasksInStep(ctx, "ws", "backlog")
+	must(t, err)
+	if n != 4 {
+		t.Errorf("active in step = %d, want 4", n)
+	}
+}
+
+func identifiers(ts []store.Task) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Identifier)
+	}
+	return out
+}
+
+func testFindTaskBySourceRef(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	SeedWorkspace(t, s, "other")
+	src := func(task store.Task) store.Task {
+		task.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "o/r#1", URL: "https://x"}
+		return task
+	}
+	preparing := src(newTask("ws", "ext-0", 1))
+	preparing.CreationState = store.CreationPreparing
+	first, second := src(newTask("ws", "ext-1", 2)), src(newTask("ws", "ext-2", 3))
+	for _, task := range []store.Task{preparing, second, first, src(newTask("other", "ext-3", 1))} {
+		must(t, s.InsertTask(ctx, task))
+	}
+	tests := []struct {
+		name, ws, provider, ref string
+		want                    string // task ID, "" for ErrNotFound
+	}{
+		{"the oldest completed task", "ws", "github", "o/r#1", first.ID},
+		{"another provider", "ws", "gitlab", "o/r#1", ""},
+		{"another reference", "ws", "github", "o/r#2", ""},
+		{"another workspace", "nope", "github", "o/r#1", ""},
+	}
+	for _, tc := range tests {
+		got, err := s.FindTaskBySourceRef(ctx, tc.ws, tc.provider, tc.ref)
+		switch {
+		case tc.want == "" && !errors.Is(err, store.ErrNotFound):
+			t.Errorf("%s: task %s, err %v; want ErrNotFound", tc.name, got.ID, err)
+		case tc.want != "" && (err != nil || got.ID != tc.want || got.Source == nil || got.Source.Ref != tc.ref):
+			t.Errorf("%s: task %s (source %+v), err %v; want %s", tc.name, got.ID, got.Source, err, tc.want)
+		}
+	}
+	// A task still being created is never found.
+	must(t, s.DeleteTask(ctx, first.ID))
+	must(t, s.DeleteTask(ctx, second.ID))
+	if got, err := s.FindTaskBySourceRef(ctx, "ws", "github", "o/r#1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("with only a preparing task: task %s, err %v; want ErrNotFound", got.ID, err)
+	}
+}
