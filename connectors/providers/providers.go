@@ -1,0 +1,136 @@
+// Package providers is the registry of the providers the gateway accepts
+// webhooks from: one descriptor per provider, naming its adapter and
+// everything configuration, the inbox, the projection and storage need to
+// know about it. Adding a provider means one package under connectors/ and
+// one entry here; nothing else switches on provider names.
+package providers
+
+import (
+	"slices"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/github"
+	"github.com/trackergateway/gateway/connectors/gitlab"
+	"github.com/trackergateway/gateway/connectors/jira"
+)
+
+// Provider describes one provider.
+type Provider struct {
+	// Name is the provider's name in config, delivery rows and task sources.
+	Name string
+	// Adapter verifies, names and parses the provider's deliveries.
+	Adapter connectors.Adapter
+	// DefaultHost fills a configured connection's empty host. Empty means a
+	// connection must name its host (a Jira site has no public default).
+	DefaultHost string
+	// ZeroConfigHostEnv names the environment variable that sets the
+	// zero-config connection's host when there is no DefaultHost;
+	// ZeroConfigPlaceholderHost is used when it is unset or empty.
+	ZeroConfigHostEnv         string
+	ZeroConfigPlaceholderHost string
+	// SecretEnv names the environment variable holding the webhook secret
+	// of the zero-config connection (and the name its generated secret is
+	// stored under).
+	SecretEnv string
+	// EventHeader carries the event name; empty when the provider sends
+	// none (Jira names the event in the body).
+	EventHeader string
+	// SignatureHeader carries the signature or token Verify checks.
+	SignatureHeader string
+	// DeliveryKeyHeader carries the provider's delivery identity.
+	DeliveryKeyHeader string
+	// Projection is the provider's PR/MR projection; nil when the provider
+	// has no pull or merge requests to project.
+	Projection *Projection
+}
+
+// Projection describes a provider's PR/MR projection.
+type Projection struct {
+	// Table holds the projected rows.
+	Table string
+	// ContributionKind is the kind of the projected contributions.
+	ContributionKind string
+}
+
+// SecretHeaders lists the headers that carry secrets or signatures and must
+// never be stored or shown: the adapter's.
+func (p Provider) SecretHeaders() []string { return p.Adapter.SecretHeaders() }
+
+// ZeroConfigHost is the host of the provider's zero-config connection:
+// DefaultHost, else the ZeroConfigHostEnv value, else the placeholder.
+func (p Provider) ZeroConfigHost(lookup func(string) (string, bool)) string {
+	if p.DefaultHost != "" {
+		return p.DefaultHost
+	}
+	if p.ZeroConfigHostEnv != "" {
+		if h, ok := lookup(p.ZeroConfigHostEnv); ok && h != "" {
+			return h
+		}
+	}
+	return p.ZeroConfigPlaceholderHost
+}
+
+// registry is in the order All returns: zero-config connections and
+// listings follow it.
+var registry = []Provider{
+	{
+		Name:              connectors.ProviderGitHub,
+		Adapter:           github.Adapter{},
+		DefaultHost:       "github.com",
+		SecretEnv:         "GATEWAY_GITHUB_SECRET",
+		EventHeader:       github.HeaderEvent,
+		SignatureHeader:   github.HeaderSignature256,
+		DeliveryKeyHeader: github.HeaderDelivery,
+		Projection:        &Projection{Table: "github_task_prs", ContributionKind: connectors.KindPullRequest},
+	},
+	{
+		Name:              connectors.ProviderGitLab,
+		Adapter:           gitlab.Adapter{},
+		DefaultHost:       "gitlab.com",
+		SecretEnv:         "GATEWAY_GITLAB_SECRET",
+		EventHeader:       gitlab.HeaderEvent,
+		SignatureHeader:   gitlab.HeaderToken,
+		DeliveryKeyHeader: gitlab.HeaderIdempotencyKey,
+		Projection:        &Projection{Table: "gitlab_task_mrs", ContributionKind: connectors.KindMergeRequest},
+	},
+	{
+		Name:                      connectors.ProviderJira,
+		Adapter:                   jira.Adapter{},
+		ZeroConfigHostEnv:         "GATEWAY_JIRA_SITE",
+		ZeroConfigPlaceholderHost: "jira.example.com",
+		SecretEnv:                 "GATEWAY_JIRA_SECRET",
+		SignatureHeader:           jira.HeaderSignature,
+		DeliveryKeyHeader:         jira.HeaderIdentifier,
+	},
+}
+
+// All returns every provider, always in the same order (GitHub, GitLab,
+// Jira). The slice is the caller's.
+func All() []Provider { return slices.Clone(registry) }
+
+// Lookup returns the provider named name.
+func Lookup(name string) (Provider, bool) {
+	i := slices.IndexFunc(registry, func(p Provider) bool { return p.Name == name })
+	if i < 0 {
+		return Provider{}, false
+	}
+	return registry[i], true
+}
+
+// Names returns the provider names in registry order.
+func Names() []string {
+	out := make([]string, len(registry))
+	for i, p := range registry {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// Adapters returns each provider's adapter keyed by provider name.
+func Adapters() map[string]connectors.Adapter {
+	out := make(map[string]connectors.Adapter, len(registry))
+	for _, p := range registry {
+		out[p.Name] = p.Adapter
+	}
+	return out
+}
