@@ -1,7 +1,9 @@
-// Package connectors turns provider webhook deliveries into normalized events
-// and applies the DESIGN.md "Event → action" table through the task service and
-// the creation coordinator. Provider packages (github, gitlab, jira) only parse
-// and map; nothing under connectors/ touches SQL.
+// Package connectors turns provider webhook deliveries into normalized
+// events: the provider-neutral Event, the Adapter contract, signatures and
+// references. Provider packages (github, gitlab, jira) only verify, parse
+// and map, and package providers registers them; nothing under connectors/
+// touches SQL or imports the gateway's internal packages. Applying events to
+// tasks is internal/ingest's.
 package connectors
 
 import (

@@ -19,14 +19,12 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/trackergateway/gateway/connectors"
-	"github.com/trackergateway/gateway/connectors/dispatch"
-	"github.com/trackergateway/gateway/connectors/github"
-	"github.com/trackergateway/gateway/connectors/gitlab"
-	"github.com/trackergateway/gateway/connectors/jira"
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/projection"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/postgres"
@@ -150,13 +148,8 @@ func migrate(ctx context.Context, args []string, env Env, stdout, stderr io.Writ
 	return nil
 }
 
-func adapters() map[string]connectors.Adapter {
-	return map[string]connectors.Adapter{
-		connectors.ProviderGitHub: github.Adapter{},
-		connectors.ProviderGitLab: gitlab.Adapter{},
-		connectors.ProviderJira:   jira.Adapter{},
-	}
-}
+// adapters are the registered providers' adapters, keyed by provider name.
+func adapters() map[string]connectors.Adapter { return providers.Adapters() }
 
 // loadConfig reads the YAML file, or builds the zero-config one whose
 // webhook secrets come from the environment or are generated once, stored,
@@ -267,7 +260,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	if f.benchCeiling {
 		logger.Warn("webhooks are acknowledged WITHOUT being stored (--bench-ack-without-storing): benchmark only")
 	}
-	applier := dispatch.New(lookupConn, ads, coord, svc, st, logger, now)
+	applier := ingest.New(lookupConn, ads, coord, svc, st, logger, now)
 	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4, Yield: receiver.Busy})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
 
@@ -294,7 +287,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	ops := authed.NewRoute().Subrouter()
 	ops.Use(httpapi.RequireAdmin(logger))
 	inbox.RegisterOperatorRoutes(ops, st, logger, now)
-	dispatch.RegisterSuppressionRoutes(ops, st, logger)
+	ingest.RegisterSuppressionRoutes(ops, st, logger)
 	idempotency.RegisterOperatorRoutes(ops, coord, logger)
 
 	ln, err := net.Listen("tcp", f.listen)

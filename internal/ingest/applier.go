@@ -1,9 +1,11 @@
-// Package dispatch applies parsed deliveries to tasks: the DESIGN.md
-// "Event → action" table, the connection's filters, suppression of
-// post-deletion redeliveries, transfer aliasing and pull/merge request
-// linking. It implements inbox.Processor; it holds no SQL and acts through
-// the task service, the creation coordinator and a few store reads.
-package dispatch
+// Package ingest is the ingest service: it applies a provider event, parsed
+// by the connection's adapter from a delivery the inbox hands over, to
+// tasks — the docs/design.md "Event → action" table, the connection's filters,
+// suppression of post-deletion redeliveries, transfer aliasing and
+// pull/merge request linking. It implements inbox.Processor; it holds no SQL
+// and acts through the task service, the creation coordinator and a few
+// store reads. It also serves the operator API of suppressions.
+package ingest
 
 import (
 	"context"
@@ -27,19 +29,19 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
-// Coordinator is what dispatch needs of the creation coordinator.
+// Coordinator is what ingest needs of the creation coordinator.
 type Coordinator interface {
 	Create(ctx context.Context, req idempotency.CreateRequest) (idempotency.Result, error)
 	AssociateContribution(ctx context.Context, task store.Task, req idempotency.RemoteContributionRequest) (store.Association, error)
 }
 
-// TaskService is what dispatch needs of the task service.
+// TaskService is what ingest needs of the task service.
 type TaskService interface {
 	Update(ctx context.Context, id string, p tasks.Patch, visible func(string) bool) (store.Task, error)
 	Delete(ctx context.Context, id string, reason tasks.DeleteReason, visible func(string) bool) (store.Task, error)
 }
 
-// Reader is the store reads and small idempotent writes dispatch needs.
+// Reader is the store reads and small idempotent writes ingest needs.
 type Reader interface {
 	LookupSourceEntity(ctx context.Context, workspaceID, externalID string) (store.SourceEntity, error)
 	GetTask(ctx context.Context, id string) (store.Task, error)
