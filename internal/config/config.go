@@ -19,6 +19,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"gopkg.in/yaml.v3"
+
+	"github.com/trackergateway/gateway/connectors/providers"
 )
 
 // Config is the whole file.
@@ -210,13 +212,8 @@ func (c *Config) applyDefaults() {
 		if cn.OnMerge == "" {
 			cn.OnMerge = OnCloseNone
 		}
-		if cn.Host == "" {
-			switch cn.Provider {
-			case "github":
-				cn.Host = "github.com"
-			case "gitlab":
-				cn.Host = "gitlab.com"
-			}
+		if p, ok := providers.Lookup(cn.Provider); ok && cn.Host == "" {
+			cn.Host = p.DefaultHost
 		}
 		if cn.Step == "" {
 			for _, w := range c.Workspaces {
@@ -325,10 +322,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("connection %q: defined twice", cn.ID)
 		}
 		seen[cn.ID] = true
-		switch cn.Provider {
-		case "github", "gitlab", "jira":
-		default:
-			return fmt.Errorf("connection %q: provider %q must be github, gitlab or jira", cn.ID, cn.Provider)
+		if _, ok := providers.Lookup(cn.Provider); !ok {
+			return fmt.Errorf("connection %q: provider %q must be %s", cn.ID, cn.Provider, providerChoices())
 		}
 		if cn.Host == "" {
 			return fmt.Errorf("connection %q: host is required for %s", cn.ID, cn.Provider)
@@ -379,30 +374,41 @@ func (c *Config) Validate() error {
 // AdminTokenName is the stored name of the admin token.
 const AdminTokenName = "admin"
 
+// providerChoices names the registered providers for an error message:
+// "github, gitlab or jira".
+func providerChoices() string {
+	names := providers.Names()
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // DefaultSecretEnv names the environment variable of each zero-config
-// connection's webhook secret.
-var DefaultSecretEnv = map[string]string{
-	"github": "GATEWAY_GITHUB_SECRET",
-	"gitlab": "GATEWAY_GITLAB_SECRET",
-	"jira":   "GATEWAY_JIRA_SECRET",
+// connection's webhook secret, keyed by provider (the registry's SecretEnv).
+var DefaultSecretEnv = defaultSecretEnv()
+
+func defaultSecretEnv() map[string]string {
+	out := map[string]string{}
+	for _, p := range providers.All() {
+		out[p.Name] = p.SecretEnv
+	}
+	return out
 }
 
 // Default is the zero-config configuration: a "default" workspace and one
-// connection per provider (ids github, gitlab, jira) whose secret is
-// secret(provider): the caller takes it from DefaultSecretEnv or generates
-// and persists one.
+// connection per registered provider (its id is the provider name; github,
+// gitlab, jira) whose secret is secret(provider): the caller takes it from
+// DefaultSecretEnv or generates and persists one. The host is the
+// provider's zero-config host (Jira's from GATEWAY_JIRA_SITE).
 func Default(lookup func(string) (string, bool), secret func(provider string) (string, error)) (Config, error) {
 	c := Config{Workspaces: []Workspace{{ID: "default", Name: "Default", TaskPrefix: "TASK", Steps: DefaultSteps()}}}
-	hosts := map[string]string{"github": "github.com", "gitlab": "gitlab.com", "jira": "jira.example.com"}
-	if h, ok := lookup("GATEWAY_JIRA_SITE"); ok && h != "" {
-		hosts["jira"] = h
-	}
-	for _, p := range []string{"github", "gitlab", "jira"} {
-		s, err := secret(p)
+	for _, p := range providers.All() {
+		s, err := secret(p.Name)
 		if err != nil {
-			return Config{}, fmt.Errorf("secret of connection %s: %w", p, err)
+			return Config{}, fmt.Errorf("secret of connection %s: %w", p.Name, err)
 		}
-		c.Connections = append(c.Connections, Connection{ID: p, Provider: p, Host: hosts[p],
+		c.Connections = append(c.Connections, Connection{ID: p.Name, Provider: p.Name, Host: p.ZeroConfigHost(lookup),
 			Workspace: "default", Step: "backlog", Secrets: []string{s}})
 	}
 	c.applyDefaults()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/trackergateway/gateway/connectors/providers"
 )
 
 func env(vars map[string]string) func(string) (string, bool) {
@@ -165,5 +167,78 @@ func TestWorkspaceBounds(t *testing.T) {
 				t.Errorf("Parse error = %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestProvidersAreTheRegistrys: a connection may name exactly the registered
+// providers; its host defaults to the provider's, and a provider without a
+// default host (Jira) needs one.
+func TestProvidersAreTheRegistrys(t *testing.T) {
+	t.Parallel()
+	connection := func(provider, host string) []byte {
+		return []byte(fmt.Sprintf("workspaces: [{id: eng}]\nconnections:\n  - {id: c, provider: %q, host: %q, workspace: eng, secrets: [s]}\n", provider, host))
+	}
+	type providerCase struct {
+		provider, host string
+		wantHost       string // the host after defaults, when accepted
+		wantErr        string
+	}
+	tests := []providerCase{
+		{"bitbucket", "example.com", "", `provider "bitbucket" must be github, gitlab or jira`},
+		{"GitHub", "", "", `provider "GitHub" must be github, gitlab or jira`},
+		{"", "", "", `provider "" must be github, gitlab or jira`},
+		{"jira", "", "", "host is required for jira"},
+	}
+	for _, p := range providers.All() {
+		tests = append(tests, providerCase{p.Name, "self.example.com", "self.example.com", ""})
+		if p.DefaultHost != "" {
+			tests = append(tests, providerCase{p.Name, "", p.DefaultHost, ""})
+		}
+	}
+	for _, tc := range tests {
+		t.Run(tc.provider+"@"+tc.host, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse(connection(tc.provider, tc.host), env(nil))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Parse error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := c.Connections[0].Host; got != tc.wantHost {
+				t.Fatalf("host = %q, want %q", got, tc.wantHost)
+			}
+		})
+	}
+}
+
+// TestDefaultIsOneConnectionPerProvider: zero-config has a connection per
+// registered provider, in registry order, on its zero-config host, and
+// DefaultSecretEnv is the registry's.
+func TestDefaultIsOneConnectionPerProvider(t *testing.T) {
+	t.Parallel()
+	lookup := env(nil)
+	c, err := Default(lookup, func(provider string) (string, error) { return "secret-" + provider, nil })
+	if err != nil {
+		t.Fatalf("Default: %v", err)
+	}
+	all := providers.All()
+	if len(c.Connections) != len(all) || len(DefaultSecretEnv) != len(all) {
+		t.Fatalf("%d connections and %d secret variables for %d providers", len(c.Connections), len(DefaultSecretEnv), len(all))
+	}
+	for i, p := range all {
+		cn := c.Connections[i]
+		if cn.ID != p.Name || cn.Provider != p.Name || cn.Host != p.ZeroConfigHost(lookup) || cn.Secrets[0] != "secret-"+p.Name {
+			t.Errorf("connection %d = %+v, want provider %s on %s", i, cn, p.Name, p.ZeroConfigHost(lookup))
+		}
+		if got := DefaultSecretEnv[p.Name]; got != p.SecretEnv {
+			t.Errorf("DefaultSecretEnv[%s] = %q, want %q", p.Name, got, p.SecretEnv)
+		}
+	}
+	if jira, _ := c.Connection("jira"); jira.Host != "jira.example.com" {
+		t.Errorf("jira host without GATEWAY_JIRA_SITE = %q, want jira.example.com", jira.Host)
 	}
 }
