@@ -21,6 +21,8 @@ import (
 	gh "github.com/google/go-github/v62/github"
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks"
@@ -55,9 +57,9 @@ func (p *Projector) Contributions(ctx context.Context, taskID string) ([]tasks.C
 	}
 	out := make([]tasks.Contribution, 0, len(rows))
 	for _, r := range rows {
-		kind := "pull_request"
-		if r.Provider == "gitlab" {
-			kind = "merge_request"
+		kind := connectors.KindPullRequest
+		if p, ok := providers.Lookup(r.Provider); ok && p.Projection != nil {
+			kind = p.Projection.ContributionKind
 		}
 		state := r.State
 		if r.Merged {
@@ -225,12 +227,16 @@ func delay(attempt int, err error) time.Duration {
 	return d
 }
 
+// apiFetchers reads a PR/MR from its provider's API, keyed by the name of
+// each registered provider that has a projection.
+var apiFetchers = map[string]func(p *Projector, ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error){
+	connectors.ProviderGitHub: (*Projector).fetchGitHub,
+	connectors.ProviderGitLab: (*Projector).fetchGitLab,
+}
+
 func (p *Projector) fetch(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	switch conn.Provider {
-	case "github":
-		return p.fetchGitHub(ctx, conn, row)
-	case "gitlab":
-		return p.fetchGitLab(ctx, conn, row)
+	if fetch, ok := apiFetchers[conn.Provider]; ok {
+		return fetch(p, ctx, conn, row)
 	}
 	return row, fmt.Errorf("no projection API for %s", conn.Provider)
 }

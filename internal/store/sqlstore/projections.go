@@ -6,15 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
+// projectionTable is the registered provider's projection table; a provider
+// without one is ErrNotFound.
 func projectionTable(provider string) (string, error) {
-	switch provider {
-	case "github":
-		return "github_task_prs", nil
-	case "gitlab":
-		return "gitlab_task_mrs", nil
+	if p, ok := providers.Lookup(provider); ok && p.Projection != nil {
+		return p.Projection.Table, nil
 	}
 	return "", fmt.Errorf("projection for provider %q: %w", provider, store.ErrNotFound)
 }
@@ -59,14 +59,16 @@ func scanProjection(r Row, provider string) (store.Projection, error) {
 
 func (q queries) listProjections(ctx context.Context, where string, args ...any) ([]store.Projection, error) {
 	var out []store.Projection
-	for _, provider := range []string{"github", "gitlab"} {
-		table, _ := projectionTable(provider)
-		rows, err := q.ex.Query(ctx, `SELECT `+projectionColumns+` FROM `+table+` WHERE `+where, args...)
+	for _, provider := range providers.All() {
+		if provider.Projection == nil {
+			continue
+		}
+		rows, err := q.ex.Query(ctx, `SELECT `+projectionColumns+` FROM `+provider.Projection.Table+` WHERE `+where, args...)
 		if err != nil {
 			return nil, q.wrap("list projections", err)
 		}
 		for rows.Next() {
-			p, err := scanProjection(rows, provider)
+			p, err := scanProjection(rows, provider.Name)
 			if err != nil {
 				rows.Close()
 				return nil, q.wrap("scan projection", err)
