@@ -249,7 +249,7 @@ func (e *env) createTask(c contribution, connID string) store.Task {
 	return res.Task
 }
 
-// payloadRow is the row the webhook payload gives (what dispatch writes):
+// payloadRow is the row the webhook payload gives (what the ingest service writes):
 // the opened pull request / open merge request, never synced.
 func payloadRow(c contribution, taskID, connID string) store.Projection {
 	p := store.Projection{Provider: c.provider, TaskID: taskID, ConnectionID: connID, ProviderID: c.id,

@@ -189,7 +189,7 @@ func TestRetryHonoursRetryAfterThenSucceeds(t *testing.T) {
 				task := e.createTask(x.c, x.conn)
 				due := e.clock.Now()
 				p := payloadRow(x.c, task.ID, x.conn)
-				p.NextSyncAt = &due // as dispatch writes it with an api_token
+				p.NextSyncAt = &due // as the ingest service writes it with an api_token
 				e.upsert(p)
 				e.api.script(x.c.path, retryScript(t, x, e.clock.Now())...)
 				before := e.task(task.ID)
