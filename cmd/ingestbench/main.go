@@ -1,10 +1,12 @@
 // Command ingestbench measures the webhook ingest path of a real gateway
-// process (issue 4's benchmark): durable acks per second with 64 concurrent
-// senders against the ceiling (the same server acknowledging after signature
-// verification without storing), ack latency at a fixed 1,000 deliveries/s,
-// receive-to-task-created latency at 500 deliveries/s, and the gateway's
-// peak RSS. It starts `gateway serve` as a subprocess per measurement and
-// talks to it over loopback only; every loop is bounded in count and time.
+// process: durable acks per second with 64 concurrent senders against the
+// ceiling (a server of this command's own, ceiling.go, that reads, verifies
+// and acknowledges each webhook as the gateway does, without storing it),
+// ack latency at a fixed 1,000 deliveries/s, receive-to-task-created latency
+// at 500 deliveries/s, and the gateway's peak RSS. It starts `gateway serve`
+// (or, for the ceiling, itself in its ceiling-server mode) as a subprocess
+// per measurement and talks to it over loopback only; every loop is bounded
+// in count and time.
 //
 //	go build -o /tmp/gateway ./cmd/gateway
 //	go run ./cmd/ingestbench --gateway /tmp/gateway --database-url sqlite:x --rounds 3
@@ -43,6 +45,13 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == ceilingMode {
+		if err := runCeilingServer(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "ingestbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	gatewayBin := flag.String("gateway", "/tmp/gateway", "gateway binary")
 	dbURL := flag.String("database-url", "", "database URL (sqlite:PATH or postgres://…); each run uses a fresh database when it is sqlite, or a fresh schema when --fresh-schema")
 	fixture := flag.String("fixture", "fixtures/github/issues.opened.json", "payload template (~13 KB)")
@@ -90,7 +99,7 @@ type round struct {
 func (b *bench) round(phases map[string]bool, senders int, duration time.Duration) round {
 	var r round
 	if phases["ceiling"] {
-		g := b.run("ceiling (verify, no store)", true, func(g *gateway) {
+		g := b.run("ceiling (verify, no store; ingestbench's own server)", true, func(g *gateway) {
 			g.acks = throughput(g.url, b.tmpl, senders, duration, &b.seq)
 		})
 		r.ceiling = g.acks
@@ -193,53 +202,62 @@ type gateway struct {
 	rssMB       int64
 }
 
-// run starts a gateway on a fresh database, runs fn, stops it and reads its
-// peak RSS.
+// run starts a gateway on a fresh database (or, for the ceiling, the
+// ceiling server, which has none), runs fn, stops it and reads its peak RSS.
 func (b *bench) run(name string, ceiling bool, fn func(*gateway)) *gateway {
 	b.run_++
-	dir, _ := os.MkdirTemp("", "ingestbench")
-	defer os.RemoveAll(dir)
-	db := b.dbURL
-	if strings.HasPrefix(db, "sqlite:") {
-		db = "sqlite:" + filepath.Join(dir, "gateway.db")
+	var cmd *exec.Cmd
+	listening := "gateway listening on "
+	where := "no database"
+	if ceiling {
+		self, err := os.Executable()
+		if err != nil {
+			self = os.Args[0]
+		}
+		cmd = exec.Command(self, ceilingMode, "--listen", "127.0.0.1:0", "--secret", secret)
+		listening = ceilingListeningPrefix
 	} else {
-		schema := fmt.Sprintf("ingestbench_%d_%d", os.Getpid(), b.run_)
-		db = freshSchema(db, schema)
-		defer dropSchema(b.dbURL, schema)
-	}
-	cfg := filepath.Join(dir, "gateway.yaml")
-	_ = os.WriteFile(cfg, []byte(`workspaces:
+		dir, _ := os.MkdirTemp("", "ingestbench")
+		defer os.RemoveAll(dir)
+		db := b.dbURL
+		if strings.HasPrefix(db, "sqlite:") {
+			db = "sqlite:" + filepath.Join(dir, "gateway.db")
+		} else {
+			schema := fmt.Sprintf("ingestbench_%d_%d", os.Getpid(), b.run_)
+			db = freshSchema(db, schema)
+			defer dropSchema(b.dbURL, schema)
+		}
+		where = strings.SplitN(db, ":", 2)[0]
+		cfg := filepath.Join(dir, "gateway.yaml")
+		_ = os.WriteFile(cfg, []byte(`workspaces:
   - {id: bench, task_prefix: BENCH}
 connections:
   - {id: gh, provider: github, host: github.com, workspace: bench, secrets: ["`+secret+`"]}
 `), 0o600)
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--database-url", db, "--config", cfg, "--admin-token", adminToken, "--log-level", "warn"}
-	args = append(args, b.extra...)
-	if ceiling {
-		args = append(args, "--bench-ack-without-storing")
+		args := []string{"serve", "--listen", "127.0.0.1:0", "--database-url", db, "--config", cfg, "--admin-token", adminToken, "--log-level", "warn"}
+		cmd = exec.Command(b.bin, append(args, b.extra...)...)
 	}
-	cmd := exec.Command(b.bin, args...)
 	cmd.Stderr = os.Stderr
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "start gateway:", err)
+		fmt.Fprintln(os.Stderr, "start server:", err)
 		os.Exit(1)
 	}
 	addr := ""
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "gateway listening on "); ok {
+		if a, ok := strings.CutPrefix(sc.Text(), listening); ok {
 			addr = strings.TrimPrefix(strings.Fields(a)[0], "http://")
 			break
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 	if addr == "" {
-		fmt.Fprintln(os.Stderr, "gateway did not start")
+		fmt.Fprintln(os.Stderr, "server did not start")
 		os.Exit(1)
 	}
 	g := &gateway{url: addr}
-	fmt.Printf("run %d: %s on %s\n", b.run_, name, strings.SplitN(db, ":", 2)[0])
+	fmt.Printf("run %d: %s on %s\n", b.run_, name, where)
 	fn(g)
 	g.rssMB = peakRSS(cmd.Process.Pid)
 	_ = cmd.Process.Signal(os.Interrupt)
