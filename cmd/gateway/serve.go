@@ -33,61 +33,92 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
-var errUsage = errors.New("usage")
-
-// commonFlags are shared by serve and migrate (flag wins over environment).
-type commonFlags struct {
+// storeFlags are the flags of every command that opens the database.
+type storeFlags struct {
 	databaseURL string
-	listen      string
-	configPath  string
-	adminToken  string
 	logLevel    string
-	workers     int
+}
+
+func (s *storeFlags) register(fs *flag.FlagSet, env Env) {
+	fs.StringVar(&s.databaseURL, "database-url", envOr(env, "GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "sqlite:PATH or postgres://… (env GATEWAY_DATABASE_URL)")
+	fs.StringVar(&s.logLevel, "log-level", envOr(env, "GATEWAY_LOG_LEVEL", "info"), "debug | info | warn | error (env GATEWAY_LOG_LEVEL)")
+}
+
+// serveFlags are serve's flags (a flag wins over its environment variable).
+type serveFlags struct {
+	storeFlags
+	listen     string
+	configPath string
+	adminToken string
+	workers    int
 	// shutdownTimeout bounds a graceful stop (see serve).
 	shutdownTimeout time.Duration
 	// maxInflightBodyBytes bounds the webhook body bytes held at once
 	// (a size such as 256MiB; empty: the config's, else the default).
 	maxInflightBodyBytes string
-	// benchCeiling acknowledges webhooks without storing them: only for
-	// cmd/ingestbench's ceiling measurement; never durable.
-	benchCeiling bool
 }
 
-func parseCommon(name string, args []string, env Env, out io.Writer) (commonFlags, error) {
-	get := func(k, def string) string {
-		if v, ok := env(k); ok && v != "" {
-			return v
-		}
-		return def
-	}
-	var f commonFlags
+var serveUsage = usageText{
+	line:    "serve [flags]",
+	summary: "Runs the gateway: webhooks, the REST API and the workers. It applies the migrations first; with no\n--config it serves the zero-config workspace and connections, and prints the generated webhook\nsecrets and admin token once, at the first start.",
+	example: "gateway serve --database-url sqlite:./data/gateway.db --listen 127.0.0.1:8080",
+}
+
+var migrateUsage = usageText{
+	line:    "migrate [flags]",
+	summary: "Applies the database migrations and exits; running it again changes nothing.",
+	example: "gateway migrate --database-url postgres://gateway@/gateway?host=/var/run/postgresql",
+}
+
+// parseServe parses and validates serve's flags, before anything is opened.
+func parseServe(args []string, env Env, stdout, stderr io.Writer) (serveFlags, error) {
+	var f serveFlags
 	shutdownTimeout := 30 * time.Second
-	if v := get("GATEWAY_SHUTDOWN_TIMEOUT", ""); v != "" {
+	if v := envOr(env, "GATEWAY_SHUTDOWN_TIMEOUT", ""); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return f, fmt.Errorf("GATEWAY_SHUTDOWN_TIMEOUT: %w", err)
 		}
 		shutdownTimeout = d
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.StringVar(&f.databaseURL, "database-url", get("GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "sqlite:PATH or postgres://… (env GATEWAY_DATABASE_URL)")
-	fs.StringVar(&f.listen, "listen", get("GATEWAY_LISTEN", "127.0.0.1:8080"), "listen address (env GATEWAY_LISTEN)")
-	fs.StringVar(&f.configPath, "config", get("GATEWAY_CONFIG", ""), "YAML config file (env GATEWAY_CONFIG)")
-	fs.StringVar(&f.adminToken, "admin-token", get("GATEWAY_ADMIN_TOKEN", ""), "admin API token (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset")
-	fs.StringVar(&f.logLevel, "log-level", get("GATEWAY_LOG_LEVEL", "info"), "debug | info | warn | error")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f.register(fs, env)
+	fs.StringVar(&f.listen, "listen", envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080"), "listen address (env GATEWAY_LISTEN)")
+	fs.StringVar(&f.configPath, "config", envOr(env, "GATEWAY_CONFIG", ""), "YAML config file (env GATEWAY_CONFIG)")
+	fs.StringVar(&f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin API token (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset")
 	fs.IntVar(&f.workers, "workers", 4, "delivery processing goroutines")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", shutdownTimeout, "on SIGTERM/SIGINT, how long webhooks in flight and deliveries in hand get to finish (env GATEWAY_SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&f.maxInflightBodyBytes, "max-inflight-body-bytes", get("GATEWAY_MAX_INFLIGHT_BODY_BYTES", ""), "bound on the webhook body bytes held in memory at once; over it webhooks get 503 with Retry-After e.g. 256MiB (env GATEWAY_MAX_INFLIGHT_BODY_BYTES, config max_inflight_body_bytes; default 256MiB)")
-	fs.BoolVar(&f.benchCeiling, "bench-ack-without-storing", false, "BENCHMARK ONLY: answer webhooks after verifying without storing them (not durable)")
-	if err := fs.Parse(args); err != nil {
-		return f, errUsage
+	fs.StringVar(&f.maxInflightBodyBytes, "max-inflight-body-bytes", envOr(env, "GATEWAY_MAX_INFLIGHT_BODY_BYTES", ""), "bound on the webhook body bytes held in memory at once; over it webhooks get 503 with Retry-After e.g. 256MiB (env GATEWAY_MAX_INFLIGHT_BODY_BYTES, config max_inflight_body_bytes; default 256MiB)")
+	if err := parseFlags(fs, serveUsage, args, stdout, stderr); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, usageError(stderr, fs, serveUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	if f.adminToken != "" && !config.ValidToken(f.adminToken) {
 		return f, fmt.Errorf("admin token (--admin-token or GATEWAY_ADMIN_TOKEN): must be at least %d characters", config.MinTokenLength)
 	}
 	if f.shutdownTimeout <= 0 {
 		return f, errors.New("shutdown timeout (--shutdown-timeout or GATEWAY_SHUTDOWN_TIMEOUT): must be positive")
+	}
+	// Checked here too, so that a bad value is refused before the listener
+	// and the database are touched; the config file's value comes later.
+	if _, err := inflightBodyBytes(f.maxInflightBodyBytes, ""); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// parseMigrate parses migrate's flags.
+func parseMigrate(args []string, env Env, stdout, stderr io.Writer) (storeFlags, error) {
+	var f storeFlags
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	f.register(fs, env)
+	if err := parseFlags(fs, migrateUsage, args, stdout, stderr); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, usageError(stderr, fs, migrateUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	return f, nil
 }
@@ -119,27 +150,26 @@ func openStore(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.
 	return nil, fmt.Errorf("database url %q: must start with sqlite: or postgres://", url)
 }
 
-// openMigrated parses the common flags, opens the store and applies the
-// migrations (serve and migrate both start this way).
-func openMigrated(ctx context.Context, name string, args []string, env Env, stderr io.Writer) (commonFlags, *slog.Logger, *sqlstore.Store, error) {
-	f, err := parseCommon(name, args, env, stderr)
-	if err != nil {
-		return f, nil, nil, err
-	}
-	logger := newLogger(stderr, f.logLevel)
+// openMigrated opens the store and applies the migrations (serve and
+// migrate both start this way).
+func openMigrated(ctx context.Context, f storeFlags, logger *slog.Logger) (*sqlstore.Store, error) {
 	st, err := openStore(ctx, f.databaseURL, logger)
 	if err != nil {
-		return f, nil, nil, err
+		return nil, err
 	}
 	if err := st.Migrate(ctx); err != nil {
 		st.Close()
-		return f, nil, nil, err
+		return nil, err
 	}
-	return f, logger, st, nil
+	return st, nil
 }
 
 func migrate(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
-	_, _, st, err := openMigrated(ctx, "migrate", args, env, stderr)
+	f, err := parseMigrate(args, env, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	st, err := openMigrated(ctx, f, newLogger(stderr, f.logLevel))
 	if err != nil {
 		return err
 	}
@@ -227,7 +257,20 @@ func inflightBodyBytes(flagValue, configValue string) (int64, error) {
 }
 
 func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
-	f, logger, st, err := openMigrated(ctx, "serve", args, env, stderr)
+	f, err := parseServe(args, env, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(stderr, f.logLevel)
+	// The listener is bound and the database migrated before any secret or
+	// token is generated: those are printed once only, so a start that
+	// fails must not have consumed them.
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	st, err := openMigrated(ctx, f.storeFlags, logger)
 	if err != nil {
 		return err
 	}
@@ -255,11 +298,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	svc := tasks.NewService(st, logger, now)
 	projector := projection.New(st, lookupConn, logger, now)
 	api := tasks.NewAPI(svc, coord, projector, st, logger, now)
-	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{VerifyOnly: f.benchCeiling,
-		MaxInflightBodyBytes: inflight})
-	if f.benchCeiling {
-		logger.Warn("webhooks are acknowledged WITHOUT being stored (--bench-ack-without-storing): benchmark only")
-	}
+	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{MaxInflightBodyBytes: inflight})
 	applier := ingest.New(lookupConn, ads, coord, svc, st, logger, now)
 	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4, Yield: receiver.Busy})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
@@ -290,10 +329,6 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	ingest.RegisterSuppressionRoutes(ops, st, logger)
 	idempotency.RegisterOperatorRoutes(ops, coord, logger)
 
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
 

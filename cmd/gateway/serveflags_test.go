@@ -67,9 +67,9 @@ func TestShutdownTimeoutFlag(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			env := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			f, err := parseCommon("serve", tt.args, env, &bytes.Buffer{})
+			f, err := parseServe(tt.args, env, &bytes.Buffer{}, &bytes.Buffer{})
 			if err != nil {
-				t.Fatalf("parseCommon: %v", err)
+				t.Fatalf("parseServe: %v", err)
 			}
 			if f.shutdownTimeout != tt.want {
 				t.Errorf("shutdown timeout = %v, want %v", f.shutdownTimeout, tt.want)

@@ -14,7 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
 	"github.com/trackergateway/gateway/connectors"
@@ -50,10 +49,6 @@ type DeliveryWriter interface {
 
 // ReceiverOptions tune a Receiver.
 type ReceiverOptions struct {
-	// VerifyOnly verifies the signature and answers 202 without storing
-	// anything. It exists only for the ingest benchmark, to measure the
-	// ceiling of the HTTP and verification path; never use it to serve.
-	VerifyOnly bool
 	// MaxBatch caps the deliveries committed in one transaction
 	// (DefaultMaxBatch when zero).
 	MaxBatch int
@@ -101,8 +96,8 @@ func NewReceiver(st DeliveryWriter, adapters map[string]connectors.Adapter, conn
 	return NewReceiverWithOptions(st, adapters, connections, logger, now, ReceiverOptions{})
 }
 
-// NewReceiverWithOptions is NewReceiver with options (the benchmark's
-// VerifyOnly ceiling, the batch cap). With VerifyOnly, st may be nil.
+// NewReceiverWithOptions is NewReceiver with options (the batch cap, the
+// in-flight bound).
 func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Adapter, connections func(id string) (config.Connection, bool), logger *slog.Logger, now func() time.Time, opts ReceiverOptions) *Receiver {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -240,11 +235,6 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 		Headers:      headers,
 		Body:         body,
 		ReceivedAt:   rc.now().UTC().Truncate(time.Microsecond),
-	}
-
-	if rc.opts.VerifyOnly {
-		httpapi.WriteJSON(w, http.StatusAccepted, ReceiptResponse{DeliveryID: uuid.NewString(), Status: ReceiptAccepted})
-		return nil
 	}
 
 	// Encoded here, in parallel across requests, not in the group commit.

@@ -393,29 +393,6 @@ func TestReceiveAfterStop(t *testing.T) {
 	}
 }
 
-func TestReceiveVerifyOnly(t *testing.T) {
-	t.Parallel()
-	w := &recordingWriter{}
-	_, h := startReceiver(t, w, nil, nil, ReceiverOptions{VerifyOnly: true})
-	tests := []struct {
-		name     string
-		secret   string
-		wantCode int
-	}{
-		{"signed", secretCurrent, http.StatusAccepted},
-		{"unsigned", "", http.StatusUnauthorized},
-	}
-	for _, tt := range tests {
-		rec := serve(h, webhook(connFake, []byte(`{}`), "k-"+tt.name, tt.secret))
-		if rec.Code != tt.wantCode {
-			t.Errorf("%s: status = %d, want %d", tt.name, rec.Code, tt.wantCode)
-		}
-	}
-	if got := w.inserted(); got != 0 {
-		t.Errorf("inserted deliveries = %d, want 0 in verify-only mode", got)
-	}
-}
-
 func TestReceiveGitHubAdapter(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {

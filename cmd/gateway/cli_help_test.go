@@ -1,0 +1,164 @@
+package main
+
+// Every command answers -h and --help with its usage, its own flags and an
+// example on stdout; a command line it cannot run gets the usage on stderr
+// and exit 2.
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// flagLine is how flag.PrintDefaults starts the line of a flag.
+var flagLine = regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+
+// listedFlags returns the flags a usage text lists, sorted.
+func listedFlags(usage string) []string {
+	var out []string
+	for _, m := range flagLine.FindAllStringSubmatch(usage, -1) {
+		out = append(out, m[1])
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestHelpEverywhere(t *testing.T) {
+	t.Parallel()
+	operator := []string{"admin-token", "url"}
+	commands := []struct {
+		args  []string
+		flags []string
+	}{
+		{[]string{"serve"}, []string{"admin-token", "config", "database-url", "listen", "log-level", "max-inflight-body-bytes", "shutdown-timeout", "workers"}},
+		{[]string{"migrate"}, []string{"database-url", "log-level"}},
+		{[]string{"send"}, []string{"config", "connection", "database-url", "delivery", "event", "file", "secret", "url"}},
+		{[]string{"deliveries"}, nil},
+		{[]string{"deliveries", "list"}, append([]string{"connection", "cursor", "limit", "status"}, operator...)},
+		{[]string{"deliveries", "get"}, operator},
+		{[]string{"deliveries", "replay"}, operator},
+		{[]string{"suppressions"}, nil},
+		{[]string{"suppressions", "list"}, append([]string{"workspace"}, operator...)},
+		{[]string{"suppressions", "clear"}, append([]string{"external-id", "workspace"}, operator...)},
+		{[]string{"help"}, nil},
+		{[]string{"version"}, nil},
+	}
+	for _, c := range commands {
+		for _, h := range []string{"-h", "--help"} {
+			name := strings.Join(append(slices.Clone(c.args), h), " ")
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				code, out, errOut := runCLI(t, append(slices.Clone(c.args), h)...)
+				if code != 0 {
+					t.Errorf("exit code = %d, want 0 (stderr %q)", code, errOut)
+				}
+				if errOut != "" {
+					t.Errorf("stderr = %q, want nothing", errOut)
+				}
+				if want := "usage: gateway " + strings.Join(c.args, " "); !strings.HasPrefix(out, want) {
+					t.Errorf("stdout does not start with %q:\n%s", want, out)
+				}
+				if !strings.Contains(out, "\nexample:\n  gateway "+c.args[0]) {
+					t.Errorf("stdout has no example of gateway %s:\n%s", c.args[0], out)
+				}
+				want := slices.Sorted(slices.Values(c.flags))
+				if got := listedFlags(out); !slices.Equal(got, want) {
+					t.Errorf("flags listed = %v, want exactly %v", got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestHelpCommandShowsACommandsUsage(t *testing.T) {
+	t.Parallel()
+	tests := [][]string{{"serve"}, {"deliveries", "list"}, {"suppressions", "clear"}, {"version"}}
+	for _, args := range tests {
+		code, out, _ := runCLI(t, append([]string{"help"}, args...)...)
+		_, want, _ := runCLI(t, append(slices.Clone(args), "-h")...)
+		if code != 0 || out != want {
+			t.Errorf("gateway help %s: exit %d, stdout\n%s\nwant exit 0 and the stdout of -h:\n%s", strings.Join(args, " "), code, out, want)
+		}
+	}
+}
+
+func TestCommandList(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args     []string
+		wantCode int
+		toStdout bool
+	}{
+		{nil, 2, false},
+		{[]string{"-h"}, 0, true},
+		{[]string{"--help"}, 0, true},
+		{[]string{"help"}, 0, true},
+	}
+	for _, tt := range tests {
+		code, out, errOut := runCLI(t, tt.args...)
+		listing, other := errOut, out
+		if tt.toStdout {
+			listing, other = out, errOut
+		}
+		if code != tt.wantCode {
+			t.Errorf("gateway %v: exit code = %d, want %d", tt.args, code, tt.wantCode)
+		}
+		for _, cmd := range []string{"serve", "migrate", "send", "deliveries", "suppressions", "version", "help"} {
+			if !strings.Contains(listing, "\n  "+cmd+" ") {
+				t.Errorf("gateway %v: command list lacks %q:\n%s", tt.args, cmd, listing)
+			}
+		}
+		if other != "" {
+			t.Errorf("gateway %v: the other stream has %q, want nothing", tt.args, other)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args      []string
+		wantUsage string // the usage line stderr must show
+		wantMsg   string
+	}{
+		{[]string{"serve", "--bogus"}, "usage: gateway serve", "flag provided but not defined: -bogus"},
+		{[]string{"serve", "extra"}, "usage: gateway serve", `unexpected argument "extra"`},
+		{[]string{"serve", "--bench-ack-without-storing"}, "usage: gateway serve", "flag provided but not defined"},
+		{[]string{"migrate", "--workers", "8"}, "usage: gateway migrate", "flag provided but not defined: -workers"},
+		{[]string{"migrate", "--listen", "127.0.0.1:0"}, "usage: gateway migrate", "flag provided but not defined: -listen"},
+		{[]string{"migrate", "--shutdown-timeout", "1s"}, "usage: gateway migrate", "flag provided but not defined: -shutdown-timeout"},
+		{[]string{"send"}, "usage: gateway send", "--connection and --file are required"},
+		{[]string{"send", "--connection", "github"}, "usage: gateway send", "--connection and --file are required"},
+		{[]string{"send", "--workers", "2"}, "usage: gateway send", "flag provided but not defined: -workers"},
+		{[]string{"deliveries"}, "usage: gateway deliveries", "a subcommand is required"},
+		{[]string{"deliveries", "bogus"}, "usage: gateway deliveries", `unknown subcommand "bogus"`},
+		{[]string{"deliveries", "list", "--bogus"}, "usage: gateway deliveries list", "flag provided but not defined: -bogus"},
+		{[]string{"deliveries", "get"}, "usage: gateway deliveries get", "exactly one delivery ID is required"},
+		{[]string{"deliveries", "get", "--status", "failed", "ID"}, "usage: gateway deliveries get", "flag provided but not defined: -status"},
+		{[]string{"deliveries", "replay", "a", "b"}, "usage: gateway deliveries replay", "exactly one delivery ID is required"},
+		{[]string{"suppressions"}, "usage: gateway suppressions", "a subcommand is required"},
+		{[]string{"suppressions", "bogus"}, "usage: gateway suppressions", `unknown subcommand "bogus"`},
+		{[]string{"suppressions", "list", "--external-id", "x"}, "usage: gateway suppressions list", "flag provided but not defined: -external-id"},
+		{[]string{"suppressions", "clear", "--workspace", "default"}, "usage: gateway suppressions clear", "--workspace and --external-id are required"},
+		{[]string{"version", "--bogus"}, "usage: gateway version", "flag provided but not defined: -bogus"},
+		{[]string{"version", "extra"}, "usage: gateway version", `unexpected argument "extra"`},
+		{[]string{"help", "--bogus"}, "usage: gateway help", "flag provided but not defined: -bogus"},
+		{[]string{"bogus"}, "usage: gateway <command>", `unknown command "bogus"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runCLI(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit code = %d, want 2", code)
+			}
+			if out != "" {
+				t.Errorf("stdout = %q, want nothing", out)
+			}
+			if !strings.Contains(errOut, tt.wantUsage) || !strings.Contains(errOut, tt.wantMsg) {
+				t.Errorf("stderr = %q, want %q and %q", errOut, tt.wantMsg, tt.wantUsage)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+// The one-time secrets and admin token are generated only once the listener
+// is bound and the database migrated: a start that fails first consumes
+// nothing.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// oneTimeLines are the lines a first zero-config start prints once.
+var oneTimeLines = []string{
+	`generated webhook secret for connection "github"`,
+	`generated webhook secret for connection "gitlab"`,
+	`generated webhook secret for connection "jira"`,
+	"generated admin token",
+}
+
+func TestSecretsSurviveAFailedStart(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		dbURL := newDatabaseURL(t, dialect)
+
+		busy, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer busy.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		var out, errOut bytes.Buffer
+		code := Main(ctx, []string{"serve", "--listen", busy.Addr().String(), "--database-url", dbURL}, noEnv, &out, &errOut)
+		if code == 0 {
+			t.Fatalf("serve on a port in use exited 0; stdout %q", out.String())
+		}
+		if !strings.Contains(errOut.String(), "listen:") {
+			t.Errorf("stderr = %q, want the listen error", errOut.String())
+		}
+		if strings.Contains(out.String(), "generated") {
+			t.Errorf("a start that could not listen printed one-time secrets: %q", out.String())
+		}
+
+		printed := serveUntilListening(t, dbURL)
+		for _, want := range oneTimeLines {
+			if !strings.Contains(printed, want) {
+				t.Errorf("the first successful start did not print %q; it printed:\n%s", want, printed)
+			}
+		}
+	})
+}
+
+// serveUntilListening starts zero-config serve on a free port, returns what
+// it printed up to its listening line, and stops it.
+func serveUntilListening(t *testing.T, dbURL string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	logs := &logTail{}
+	done := make(chan int, 1)
+	go func() {
+		code := Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--database-url", dbURL}, noEnv, outW, logs)
+		_ = outW.Close()
+		done <- code
+	}()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, outR)
+	}()
+	var printed strings.Builder
+	deadline := time.After(waitTimeout)
+wait:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("serve stopped printing before listening (exit %d); stdout:\n%s\nlogs:\n%s", <-done, printed.String(), logs)
+			}
+			printed.WriteString(line + "\n")
+			if _, ok := listeningAddr(line); ok {
+				break wait
+			}
+		case <-deadline:
+			t.Fatalf("serve did not print its listening line within %s; logs:\n%s", waitTimeout, logs)
+		}
+	}
+	cancel()
+	go func() {
+		for range lines {
+		}
+	}()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d after its context ended, want 0", code)
+		}
+	case <-time.After(waitTimeout):
+		t.Errorf("serve did not return within %s of its context ending", waitTimeout)
+	}
+	return printed.String()
+}
