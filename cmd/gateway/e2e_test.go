@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of webhook ingestion (issue 4): the real server, started
+// End-to-end tests of webhook ingestion: the real server, started
 // through Main on a free port, on SQLite and on PostgreSQL.
 
 import (
