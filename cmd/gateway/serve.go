@@ -73,27 +73,28 @@ var migrateUsage = usageText{
 // parseServe parses and validates serve's flags, before anything is opened.
 func parseServe(args []string, env Env, stdout, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
-	shutdownTimeout := 30 * time.Second
-	if v := envOr(env, "GATEWAY_SHUTDOWN_TIMEOUT", ""); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return f, fmt.Errorf("GATEWAY_SHUTDOWN_TIMEOUT: %w", err)
-		}
-		shutdownTimeout = d
-	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	f.register(fs, env)
 	fs.StringVar(&f.listen, "listen", envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080"), "listen address (env GATEWAY_LISTEN)")
 	fs.StringVar(&f.configPath, "config", envOr(env, "GATEWAY_CONFIG", ""), "YAML config file (env GATEWAY_CONFIG)")
 	fs.StringVar(&f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin API token (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset")
 	fs.IntVar(&f.workers, "workers", 4, "delivery processing goroutines")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", shutdownTimeout, "on SIGTERM/SIGINT, how long webhooks in flight and deliveries in hand get to finish (env GATEWAY_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long webhooks in flight and deliveries in hand get to finish (env GATEWAY_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&f.maxInflightBodyBytes, "max-inflight-body-bytes", envOr(env, "GATEWAY_MAX_INFLIGHT_BODY_BYTES", ""), "bound on the webhook body bytes held in memory at once; over it webhooks get 503 with Retry-After e.g. 256MiB (env GATEWAY_MAX_INFLIGHT_BODY_BYTES, config max_inflight_body_bytes; default 256MiB)")
 	if err := parseFlags(fs, serveUsage, args, stdout, stderr); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, usageError(stderr, fs, serveUsage, "unexpected argument %q", fs.Arg(0))
+	}
+	// The environment's duration is read after parsing, so that a malformed
+	// one does not stop -h, and only when the flag did not override it.
+	if v := envOr(env, "GATEWAY_SHUTDOWN_TIMEOUT", ""); v != "" && !flagSet(fs, "shutdown-timeout") {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return f, fmt.Errorf("GATEWAY_SHUTDOWN_TIMEOUT: %w", err)
+		}
+		f.shutdownTimeout = d
 	}
 	if f.adminToken != "" && !config.ValidToken(f.adminToken) {
 		return f, fmt.Errorf("admin token (--admin-token or GATEWAY_ADMIN_TOKEN): must be at least %d characters", config.MinTokenLength)
@@ -107,6 +108,13 @@ func parseServe(args []string, env Env, stdout, stderr io.Writer) (serveFlags, e
 		return f, err
 	}
 	return f, nil
+}
+
+// flagSet reports whether the command line set the flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // parseMigrate parses migrate's flags.

@@ -62,6 +62,7 @@ func TestShutdownTimeoutFlag(t *testing.T) {
 		{"default", nil, nil, 30 * time.Second},
 		{"env", nil, map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "45s"}, 45 * time.Second},
 		{"flag wins over env", []string{"--shutdown-timeout", "2m"}, map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "45s"}, 2 * time.Minute},
+		{"flag wins over a malformed env", []string{"--shutdown-timeout", "2m"}, map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "soon"}, 2 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,5 +95,19 @@ func TestInflightBodyBytesPrecedence(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("%s: inflightBodyBytes(%q, %q) = %d, %v; want %d", tt.name, tt.flag, tt.config, got, err, tt.want)
 		}
+	}
+}
+
+// Help works whatever the environment holds: values are checked after it.
+func TestServeHelpWithBadEnvironment(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "soon", "GATEWAY_ADMIN_TOKEN": "short", "GATEWAY_MAX_INFLIGHT_BODY_BYTES": "lots"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"serve", "-h"}, lookup, &stdout, &stderr); code != 0 || stderr.Len() > 0 {
+		t.Errorf("serve -h: exit %d, stderr %q; want 0 and nothing", code, stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "usage: gateway serve") {
+		t.Errorf("serve -h printed %q, want the usage", stdout.String())
 	}
 }
