@@ -71,6 +71,9 @@ func TestEmbeddedDocumentLoads(t *testing.T) {
 	if !slices.IsSorted(ops) {
 		t.Errorf("Operations() = %v, want sorted", ops)
 	}
+	if !slices.Equal(Operations(), ops) {
+		t.Errorf("Operations() = %v, want the embedded document's %v", Operations(), ops)
+	}
 	if got := s.Methods("/api/v1/tasks/{id}"); !slices.Equal(got, []string{"DELETE", "GET", "PATCH"}) {
 		t.Errorf("Methods(/api/v1/tasks/{id}) = %v, want [DELETE GET PATCH]", got)
 	}
