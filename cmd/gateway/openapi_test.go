@@ -226,6 +226,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		c.raw(http.MethodPost, "/webhooks/github", badHeader, bad.Body, http.StatusUnauthorized)
 		c.raw(http.MethodPost, "/webhooks/nope", http.Header{"Content-Type": {"application/json"}}, []byte(`{}`), http.StatusNotFound)
 		c.raw(http.MethodPost, "/webhooks/github", http.Header{"Content-Type": {"text/plain"}}, []byte(`{}`), http.StatusUnsupportedMediaType)
+		c.webhook(opened.withKey(strings.Repeat("k", 600)), http.StatusBadRequest) // a delivery key past 512 bytes
 
 		// A pull request creates its own task through a creation step, with
 		// a projection.
@@ -260,6 +261,9 @@ func TestOpenAPIResponses(t *testing.T) {
 		c.create(map[string]any{"workspace_id": testWorkspace, "title": "No identity"}, false, true, "")
 		c.call(http.MethodPost, "/api/v1/tasks", map[string]any{"workspace_id": testWorkspace}, http.StatusBadRequest)
 		c.call(http.MethodPost, "/api/v1/tasks", map[string]any{"workspace_id": "nope", "title": "x"}, http.StatusNotFound)
+		tooBig := []byte(`{"workspace_id":"` + testWorkspace + `","title":"` + strings.Repeat("a", 1<<20) + `"}`)
+		c.raw(http.MethodPost, "/api/v1/tasks", http.Header{"Authorization": {"Bearer " + testAdminToken},
+			"Content-Type": {"application/json"}}, tooBig, http.StatusRequestEntityTooLarge)
 
 		// Found unsettled and created, identity lost: a creation held open
 		// in this process (as a connector's would be) while the API looks
