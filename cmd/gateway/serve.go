@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/gorilla/mux"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
@@ -26,6 +25,7 @@ import (
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/projection"
+	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/postgres"
 	"github.com/trackergateway/gateway/internal/store/sqlite"
@@ -311,31 +311,16 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4, Yield: receiver.Busy})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
 
-	r := mux.NewRouter()
-	httpapi.HandleRoutingErrors(r)
-	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	}).Methods(http.MethodGet)
-	readiness := inbox.NewReadiness(st, receiver, now)
-	r.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := readiness.Check(r.Context()); err != nil {
-			httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
-			return
-		}
-		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	}).Methods(http.MethodGet)
-	receiver.Register(r)
-	// Full paths on the subrouters: a matcher, not a path prefix.
-	authed := r.MatcherFunc(func(r *http.Request, _ *mux.RouteMatch) bool {
-		return strings.HasPrefix(r.URL.Path, "/api/")
-	}).Subrouter()
-	authed.Use(httpapi.Authenticate(st, logger))
-	api.Register(authed)
-	ops := authed.NewRoute().Subrouter()
-	ops.Use(httpapi.RequireAdmin(logger))
-	inbox.RegisterOperatorRoutes(ops, st, logger, now)
-	ingest.RegisterSuppressionRoutes(ops, st, logger)
-	idempotency.RegisterOperatorRoutes(ops, coord, logger)
+	r := server.NewRouter(server.Deps{
+		Receiver:      receiver,
+		Tasks:         api,
+		Deliveries:    inbox.NewOperators(st, logger, now),
+		Suppressions:  ingest.NewSuppressions(st, logger),
+		Creations:     idempotency.NewOperators(coord, logger),
+		Readiness:     inbox.NewReadiness(st, receiver, now),
+		Authenticator: httpapi.NewAuthenticator(st, logger, nil),
+		Logger:        logger,
+	})
 
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}

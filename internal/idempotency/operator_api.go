@@ -11,29 +11,39 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
-// RegisterOperatorRoutes mounts the creation ledger's operator routes on r
-// (absolute paths: /api/v1/creations…). The caller wraps r with
-// authentication and the admin requirement.
-func RegisterOperatorRoutes(r *mux.Router, c *Coordinator, logger *slog.Logger) {
+// Operators serves the creation ledger's operator routes: its exported
+// methods are the handlers internal/server mounts behind authentication and
+// the admin requirement. Both read the operation ID from the route's
+// {operation_id}.
+type Operators struct {
+	c      *Coordinator
+	logger *slog.Logger
+}
+
+// NewOperators returns the creation operator handlers; logger may be nil.
+func NewOperators(c *Coordinator, logger *slog.Logger) *Operators {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	handle := func(fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if err := fn(w, r); err != nil {
-				httpapi.WriteError(w, r, logger, err)
-			}
-		}
-	}
-	r.HandleFunc("/api/v1/creations/{operation_id}", handle(func(w http.ResponseWriter, r *http.Request) error {
-		view, err := c.InspectTaskCreation(r.Context(), mux.Vars(r)["operation_id"])
+	return &Operators{c: c, logger: logger}
+}
+
+// InspectCreation shows an operation and its steps.
+func (o *Operators) InspectCreation(w http.ResponseWriter, r *http.Request) {
+	o.serve(w, r, func() error {
+		view, err := o.c.InspectTaskCreation(r.Context(), mux.Vars(r)["operation_id"])
 		if err != nil {
 			return err
 		}
 		httpapi.WriteJSON(w, http.StatusOK, creationJSON(view))
 		return nil
-	})).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/creations/{operation_id}/steps/resolve", handle(func(w http.ResponseWriter, r *http.Request) error {
+	})
+}
+
+// ResolveStep resolves an unknown step with the effect the operator claims
+// and the server proves, then shows the operation.
+func (o *Operators) ResolveStep(w http.ResponseWriter, r *http.Request) {
+	o.serve(w, r, func() error {
 		var body struct {
 			Kind       string `json:"kind"`
 			StepKey    string `json:"step_key"`
@@ -44,18 +54,24 @@ func RegisterOperatorRoutes(r *mux.Router, c *Coordinator, logger *slog.Logger) 
 			return err
 		}
 		opID := mux.Vars(r)["operation_id"]
-		if _, err := c.ResolveTaskCreationStep(r.Context(), StepResolution{OperationID: opID, Kind: body.Kind,
+		if _, err := o.c.ResolveTaskCreationStep(r.Context(), StepResolution{OperationID: opID, Kind: body.Kind,
 			StepKey: body.StepKey, Effect: body.Effect, Generation: body.Generation}); err != nil {
 			return err
 		}
-		logger.InfoContext(r.Context(), "creation step resolved", "operation_id", opID, "step_key", body.StepKey, "effect", body.Effect)
-		view, err := c.InspectTaskCreation(r.Context(), opID)
+		o.logger.InfoContext(r.Context(), "creation step resolved", "operation_id", opID, "step_key", body.StepKey, "effect", body.Effect)
+		view, err := o.c.InspectTaskCreation(r.Context(), opID)
 		if err != nil {
 			return err
 		}
 		httpapi.WriteJSON(w, http.StatusOK, creationJSON(view))
 		return nil
-	})).Methods(http.MethodPost)
+	})
+}
+
+func (o *Operators) serve(w http.ResponseWriter, r *http.Request, fn func() error) {
+	if err := fn(); err != nil {
+		httpapi.WriteError(w, r, o.logger, err)
+	}
 }
 
 // CreationJSON is a creation (or link) operation as operators see it.

@@ -69,8 +69,11 @@ func unownedRow(t *testing.T, st *sqlstore.Store, clock *testClock) {
 
 func serveOperator(t *testing.T, c *Coordinator, method, path, body string) (int, map[string]any) {
 	t.Helper()
+	// Mounted where internal/server mounts them (it imports this package).
+	o := NewOperators(c, discardLogger())
 	r := mux.NewRouter()
-	RegisterOperatorRoutes(r, c, discardLogger())
+	r.HandleFunc("/api/v1/creations/{operation_id}", o.InspectCreation).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/creations/{operation_id}/steps/resolve", o.ResolveStep).Methods(http.MethodPost)
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	rec := httptest.NewRecorder()
 	r.ServeHTTP(rec, req)

@@ -12,7 +12,7 @@
 //     source entity with an entity lease (across replicas too), runs a
 //     Processor, and records the outcome, retrying transient failures with
 //     exponential backoff.
-//   - RegisterOperatorRoutes (operators.go) lists, shows and replays
+//   - Operators (operators.go) lists, shows and replays
 //     deliveries.
 package inbox
 

@@ -108,9 +108,25 @@ func startReceiver(t *testing.T, st DeliveryWriter, adapters map[string]connecto
 	rc := NewReceiverWithOptions(st, adapters, lookupConnection, testLogger(t), now, opts)
 	stop := runInBackground(t, rc.Run)
 	t.Cleanup(stop)
+	return rc, receiverRouter(rc)
+}
+
+// receiverRouter mounts rc where internal/server does, for the tests of
+// this package (which internal/server imports).
+func receiverRouter(rc *Receiver) *mux.Router {
 	r := mux.NewRouter()
-	rc.Register(r)
-	return rc, r
+	r.Handle("/webhooks/{connection}", rc).Methods(http.MethodPost)
+	return r
+}
+
+// operatorRouter mounts the operator delivery handlers where
+// internal/server does.
+func operatorRouter(o *Operators) *mux.Router {
+	r := mux.NewRouter()
+	r.HandleFunc("/api/v1/deliveries", o.ListDeliveries).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/deliveries/{id}", o.GetDelivery).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/deliveries/{id}/replay", o.ReplayDelivery).Methods(http.MethodPost)
+	return r
 }
 
 // runInBackground runs fn until the returned stop is called (or the test

@@ -46,9 +46,7 @@ func TestInflightBodyBytesAreBounded(t *testing.T) {
 		rc := NewReceiverWithOptions(st, map[string]connectors.Adapter{fakeProvider: fakeAdapter{}}, lookupConnection,
 			slog.New(slog.NewTextHandler(logs, nil)), nil, ReceiverOptions{MaxInflightBodyBytes: 256 << 10})
 		t.Cleanup(runInBackground(t, rc.Run))
-		r := mux.NewRouter()
-		rc.Register(r)
-		h := http.Handler(r)
+		h := http.Handler(receiverRouter(rc))
 		big := bytes.Repeat([]byte("x"), 200<<10)
 
 		// The first upload holds 200 KiB of the 256 KiB budget once

@@ -28,33 +28,40 @@ var shownSecretHeaders = []string{
 	"X-Hub-Signature", "X-Hub-Signature-256", "X-Gitlab-Token",
 }
 
-// RegisterOperatorRoutes mounts the operator delivery routes on r (absolute
-// paths: /api/v1/deliveries…). The caller wraps r with authentication and
-// the admin requirement.
-func RegisterOperatorRoutes(r *mux.Router, st store.Store, logger *slog.Logger, now func() time.Time) {
+// Operators serves the operator delivery routes: its exported methods are
+// the handlers internal/server mounts behind authentication and the admin
+// requirement. Those of one delivery read its ID from the route's {id}.
+type Operators struct {
+	st     store.Store
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// NewOperators returns the operator delivery handlers; logger and now may be
+// nil (discarded, time.Now).
+func NewOperators(st store.Store, logger *slog.Logger, now func() time.Time) *Operators {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if now == nil {
 		now = time.Now
 	}
-	o := &operators{st: st, logger: logger, now: now}
-	r.HandleFunc("/api/v1/deliveries", o.handle(o.list)).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/deliveries/{id}", o.handle(o.get)).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/deliveries/{id}/replay", o.handle(o.replay)).Methods(http.MethodPost)
+	return &Operators{st: st, logger: logger, now: now}
 }
 
-type operators struct {
-	st     store.Store
-	logger *slog.Logger
-	now    func() time.Time
-}
+// ListDeliveries lists deliveries, newest first (query: status, connection,
+// limit, cursor).
+func (o *Operators) ListDeliveries(w http.ResponseWriter, r *http.Request) { o.serve(w, r, o.list) }
 
-func (o *operators) handle(fn func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := fn(w, r); err != nil {
-			httpapi.WriteError(w, r, o.logger, err)
-		}
+// GetDelivery shows one delivery with its headers (secrets removed) and body.
+func (o *Operators) GetDelivery(w http.ResponseWriter, r *http.Request) { o.serve(w, r, o.get) }
+
+// ReplayDelivery queues a finished delivery again.
+func (o *Operators) ReplayDelivery(w http.ResponseWriter, r *http.Request) { o.serve(w, r, o.replay) }
+
+func (o *Operators) serve(w http.ResponseWriter, r *http.Request, fn func(w http.ResponseWriter, r *http.Request) error) {
+	if err := fn(w, r); err != nil {
+		httpapi.WriteError(w, r, o.logger, err)
 	}
 }
 
@@ -174,8 +181,7 @@ func decodeCursor(c string) (time.Time, string, error) {
 	return t, id, nil
 }
 
-// list: GET /api/v1/deliveries?status=&connection=&limit=&cursor=
-func (o *operators) list(w http.ResponseWriter, r *http.Request) error {
+func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	conn, err := httpapi.QueryText(q, "connection")
 	if err != nil {
@@ -222,8 +228,7 @@ func validStatus(s string) bool {
 
 var errDeliveryNotFound = failure.New(failure.NotFound, "delivery not found")
 
-// get: GET /api/v1/deliveries/{id}
-func (o *operators) get(w http.ResponseWriter, r *http.Request) error {
+func (o *Operators) get(w http.ResponseWriter, r *http.Request) error {
 	id := mux.Vars(r)["id"]
 	if !httpapi.ValidText(id) {
 		return errDeliveryNotFound
@@ -239,11 +244,10 @@ func (o *operators) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// replay: POST /api/v1/deliveries/{id}/replay. A finished delivery (failed,
-// ignored, suppressed, succeeded) is queued again as received; its signature
-// was verified at ingest and is not re-verified. One that has not finished
-// is 409: a worker holds it or will.
-func (o *operators) replay(w http.ResponseWriter, r *http.Request) error {
+// replay: a finished delivery (failed, ignored, suppressed, succeeded) is
+// queued again as received; its signature was verified at ingest and is not
+// re-verified. One that has not finished is 409: a worker holds it or will.
+func (o *Operators) replay(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := mux.Vars(r)["id"]
 	if !httpapi.ValidText(id) {

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
 	"github.com/trackergateway/gateway/internal/store/storetest"
@@ -109,9 +107,7 @@ func newOperatorFixture(t *testing.T, st *sqlstore.Store) *operatorFixture {
 		}
 		return a.ID > b.ID
 	})
-	r := mux.NewRouter()
-	RegisterOperatorRoutes(r, f.st, testLogger(t), clock.Now)
-	f.h = r
+	f.h = operatorRouter(NewOperators(f.st, testLogger(t), clock.Now))
 	return f
 }
 
@@ -242,8 +238,7 @@ func TestOperatorListPages(t *testing.T) {
 func TestOperatorListInvalid(t *testing.T) {
 	t.Parallel()
 	st := storetest.Open(t, store.DialectSQLite)
-	r := mux.NewRouter()
-	RegisterOperatorRoutes(r, st, testLogger(t), nil)
+	r := operatorRouter(NewOperators(st, testLogger(t), nil))
 	badCursor := base64.RawURLEncoding.EncodeToString([]byte("1700000000:not-a-uuid"))
 	tests := []struct {
 		query     string
@@ -493,8 +488,7 @@ func TestOperatorReplayRacesWorkerClaim(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		r := mux.NewRouter()
-		RegisterOperatorRoutes(r, st, testLogger(t), clock.Now)
+		r := operatorRouter(NewOperators(st, testLogger(t), clock.Now))
 		claim := func() ([]store.Delivery, error) {
 			return st.ClaimDeliveries(ctx, "worker", clock.Now(), time.Minute, 10)
 		}

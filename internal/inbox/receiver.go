@@ -141,11 +141,6 @@ const busyReceipts = 4
 // (WorkerOptions.Yield), so acknowledgements come first.
 func (rc *Receiver) Busy() bool { return rc.commits.busy() }
 
-// Register mounts the receiver at POST /webhooks/{connection}.
-func (rc *Receiver) Register(r *mux.Router) {
-	r.Handle("/webhooks/{connection}", rc).Methods(http.MethodPost)
-}
-
 // Run commits receipts until ctx ends, then returns nil. A batch in flight
 // when ctx ends still completes; receipts after that are answered 503. Run
 // may be called once.
@@ -157,7 +152,8 @@ func (rc *Receiver) Run(ctx context.Context) error {
 	return nil
 }
 
-// ServeHTTP receives one delivery.
+// ServeHTTP receives one delivery for the connection named by the route's
+// {connection}.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	err := rc.receive(w, r)
 	switch {

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
@@ -28,74 +26,98 @@ type SuppressionJSON struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// RegisterSuppressionRoutes mounts GET and DELETE /api/v1/suppressions (the
-// caller restricts them to admins).
-func RegisterSuppressionRoutes(r *mux.Router, st SuppressionStore, logger *slog.Logger) {
-	r.HandleFunc("/api/v1/suppressions", func(w http.ResponseWriter, r *http.Request) {
-		limit, err := httpapi.PageLimit(r)
-		if err != nil {
-			httpapi.WriteError(w, r, logger, err)
-			return
-		}
-		q := r.URL.Query()
-		ws, err := httpapi.QueryText(q, "workspace_id")
-		if err != nil {
-			httpapi.WriteError(w, r, logger, err)
-			return
-		}
-		page := store.SuppressionPage{WorkspaceID: ws, Limit: limit + 1}
-		if c := q.Get("cursor"); c != "" {
-			ws, ext, ok := httpapi.DecodeKeyCursor(c)
-			if !ok {
-				httpapi.WriteError(w, r, logger, failure.New(failure.Invalid, "malformed cursor"))
-				return
-			}
-			page.AfterWorkspaceID, page.AfterExternalID = ws, ext
-		}
-		list, err := st.ListSuppressions(r.Context(), page)
-		if err != nil {
-			httpapi.WriteError(w, r, logger, err)
-			return
-		}
-		resp := map[string]any{}
-		if len(list) > limit {
-			list = list[:limit]
-			last := list[limit-1]
-			resp["next_cursor"] = httpapi.EncodeKeyCursor(last.WorkspaceID, last.ExternalID)
-		}
-		items := make([]SuppressionJSON, 0, len(list))
-		for _, s := range list {
-			items = append(items, SuppressionJSON{WorkspaceID: s.WorkspaceID, ExternalID: s.ExternalID, TaskID: s.TaskID,
-				Reason: s.Reason, CreatedAt: s.CreatedAt.UTC()})
-		}
-		resp["suppressions"] = items
-		httpapi.WriteJSON(w, http.StatusOK, resp)
-	}).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/suppressions", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		ws, err := httpapi.QueryText(q, "workspace_id")
-		if err != nil {
-			httpapi.WriteError(w, r, logger, err)
-			return
-		}
-		ext, err := httpapi.QueryText(q, "external_id")
-		if err != nil {
-			httpapi.WriteError(w, r, logger, err)
-			return
-		}
-		if ws == "" || ext == "" {
-			httpapi.WriteError(w, r, logger, failure.New(failure.Invalid, "workspace_id and external_id are required"))
-			return
-		}
-		ok, err := st.DeleteSuppression(r.Context(), ws, ext)
-		if err != nil {
-			httpapi.WriteError(w, r, logger, err)
-			return
-		}
+// Suppressions serves the operator suppression routes: its exported methods
+// are the handlers internal/server mounts behind authentication and the
+// admin requirement.
+type Suppressions struct {
+	st     SuppressionStore
+	logger *slog.Logger
+}
+
+// NewSuppressions returns the suppression handlers; logger may be nil.
+func NewSuppressions(st SuppressionStore, logger *slog.Logger) *Suppressions {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Suppressions{st: st, logger: logger}
+}
+
+// ListSuppressions pages through suppressions (query: workspace_id, limit,
+// cursor).
+func (s *Suppressions) ListSuppressions(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, s.list)
+}
+
+// ClearSuppression deletes one suppression (query: workspace_id and
+// external_id, both required), so the next delivery for it is processed.
+func (s *Suppressions) ClearSuppression(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, s.clear)
+}
+
+func (s *Suppressions) serve(w http.ResponseWriter, r *http.Request, fn func(w http.ResponseWriter, r *http.Request) error) {
+	if err := fn(w, r); err != nil {
+		httpapi.WriteError(w, r, s.logger, err)
+	}
+}
+
+func (s *Suppressions) list(w http.ResponseWriter, r *http.Request) error {
+	limit, err := httpapi.PageLimit(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	ws, err := httpapi.QueryText(q, "workspace_id")
+	if err != nil {
+		return err
+	}
+	page := store.SuppressionPage{WorkspaceID: ws, Limit: limit + 1}
+	if c := q.Get("cursor"); c != "" {
+		ws, ext, ok := httpapi.DecodeKeyCursor(c)
 		if !ok {
-			httpapi.WriteError(w, r, logger, failure.New(failure.NotFound, "suppression not found"))
-			return
+			return failure.New(failure.Invalid, "malformed cursor")
 		}
-		w.WriteHeader(http.StatusNoContent)
-	}).Methods(http.MethodDelete)
+		page.AfterWorkspaceID, page.AfterExternalID = ws, ext
+	}
+	list, err := s.st.ListSuppressions(r.Context(), page)
+	if err != nil {
+		return err
+	}
+	resp := map[string]any{}
+	if len(list) > limit {
+		list = list[:limit]
+		last := list[limit-1]
+		resp["next_cursor"] = httpapi.EncodeKeyCursor(last.WorkspaceID, last.ExternalID)
+	}
+	items := make([]SuppressionJSON, 0, len(list))
+	for _, sup := range list {
+		items = append(items, SuppressionJSON{WorkspaceID: sup.WorkspaceID, ExternalID: sup.ExternalID, TaskID: sup.TaskID,
+			Reason: sup.Reason, CreatedAt: sup.CreatedAt.UTC()})
+	}
+	resp["suppressions"] = items
+	httpapi.WriteJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func (s *Suppressions) clear(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	ws, err := httpapi.QueryText(q, "workspace_id")
+	if err != nil {
+		return err
+	}
+	ext, err := httpapi.QueryText(q, "external_id")
+	if err != nil {
+		return err
+	}
+	if ws == "" || ext == "" {
+		return failure.New(failure.Invalid, "workspace_id and external_id are required")
+	}
+	ok, err := s.st.DeleteSuppression(r.Context(), ws, ext)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return failure.New(failure.NotFound, "suppression not found")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
+	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
 	"github.com/trackergateway/gateway/internal/store/storetest"
@@ -116,10 +115,10 @@ func newEnvWith(t *testing.T, st *sqlstore.Store, opts envOptions) *env {
 	if opts.creator != nil {
 		creator = opts.creator(e.coord, e)
 	}
-	r := mux.NewRouter()
-	api := r.PathPrefix("/").Subrouter()
-	api.Use(httpapi.Authenticate(used, logger))
-	tasks.NewAPI(e.svc, creator, nil, used, logger, e.clock.Now).Register(api)
+	// The gateway's own routes; these tests call only the task and
+	// workspace ones, so the other handlers are left out.
+	r := server.NewRouter(server.Deps{Tasks: tasks.NewAPI(e.svc, creator, nil, used, logger, e.clock.Now),
+		Authenticator: httpapi.NewAuthenticator(used, logger, nil), Logger: logger})
 	e.srv = httptest.NewServer(r)
 	t.Cleanup(e.srv.Close)
 	return e

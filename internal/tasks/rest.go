@@ -29,7 +29,9 @@ type ContributionLister interface {
 	Contributions(ctx context.Context, taskID string) ([]Contribution, error)
 }
 
-// API serves the task and workspace routes.
+// API serves the task and workspace routes: its exported methods are the
+// handlers internal/server mounts behind authentication. Those with a task
+// or workspace ID read it from the route's {id}.
 type API struct {
 	svc      *Service
 	creator  Creator
@@ -42,20 +44,6 @@ type API struct {
 // NewAPI returns the REST API; contribs may be nil until projections exist.
 func NewAPI(svc *Service, creator Creator, contribs ContributionLister, st store.Store, logger *slog.Logger, now func() time.Time) *API {
 	return &API{svc: svc, creator: creator, contribs: contribs, st: st, logger: logger, now: now}
-}
-
-// Register mounts the routes on r (already authenticated).
-func (a *API) Register(r *mux.Router) {
-	r.HandleFunc("/api/v1/tasks", a.create).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/tasks/{id}", a.get).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/tasks/{id}", a.patch).Methods(http.MethodPatch)
-	r.HandleFunc("/api/v1/tasks/{id}", a.delete).Methods(http.MethodDelete)
-	r.HandleFunc("/api/v1/tasks/{id}/contributions", a.contributions).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/workspaces", a.listWorkspaces).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/workspaces", a.createWorkspace).Methods(http.MethodPost)
-	r.HandleFunc("/api/v1/workspaces/{id}/tasks", a.list).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/workspaces/{id}/tasks/by-external-id", a.lookup).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/workspaces/{id}/tasks/by-external-id", a.release).Methods(http.MethodDelete)
 }
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -80,9 +68,9 @@ type createBody struct {
 	ExternalID     *string  `json:"external_id"`
 }
 
-// create follows the normative order: authorize → validate the external ID
-// → look up → validate the rest → create.
-func (a *API) create(w http.ResponseWriter, r *http.Request) {
+// CreateTask creates a task, in the normative order: authorize → validate
+// the external ID → look up → validate the rest → create.
+func (a *API) CreateTask(w http.ResponseWriter, r *http.Request) {
 	raw, err := readBody(w, r)
 	if err != nil {
 		a.fail(w, r, err)
@@ -193,7 +181,8 @@ func (a *API) visibleTask(r *http.Request) (store.Task, error) {
 	return t, nil
 }
 
-func (a *API) get(w http.ResponseWriter, r *http.Request) {
+// GetTask answers a completed task the caller can see.
+func (a *API) GetTask(w http.ResponseWriter, r *http.Request) {
 	t, err := a.visibleTask(r)
 	if err != nil {
 		a.fail(w, r, err)
@@ -210,7 +199,8 @@ type patchBody struct {
 	Archived       *bool     `json:"archived"`
 }
 
-func (a *API) patch(w http.ResponseWriter, r *http.Request) {
+// UpdateTask applies a partial update; the external ID cannot change.
+func (a *API) UpdateTask(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
 	id := mux.Vars(r)["id"]
 	if !httpapi.ValidText(id) {
@@ -256,7 +246,8 @@ func notFoundOr(err error) error {
 	return err
 }
 
-func (a *API) delete(w http.ResponseWriter, r *http.Request) {
+// DeleteTask deletes a task as its operator, recording its suppressions.
+func (a *API) DeleteTask(w http.ResponseWriter, r *http.Request) {
 	if _, err := a.svc.Delete(r.Context(), mux.Vars(r)["id"], DeletedByOperator, principal(r).CanSee); err != nil {
 		a.fail(w, r, err)
 		return
@@ -264,7 +255,8 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *API) contributions(w http.ResponseWriter, r *http.Request) {
+// ListContributions lists the PRs/MRs linked to a task.
+func (a *API) ListContributions(w http.ResponseWriter, r *http.Request) {
 	t, err := a.visibleTask(r)
 	if err != nil {
 		a.fail(w, r, err)
@@ -310,7 +302,9 @@ func (a *API) workspaceFor(r *http.Request, notFound error) (string, error) {
 
 var errWorkspaceNotFound = failure.New(failure.NotFound, "workspace not found")
 
-func (a *API) list(w http.ResponseWriter, r *http.Request) {
+// ListTasks pages through a workspace's tasks (query: limit, cursor,
+// include_archived).
+func (a *API) ListTasks(w http.ResponseWriter, r *http.Request) {
 	wsID, err := a.workspaceFor(r, errWorkspaceNotFound)
 	if err != nil {
 		a.fail(w, r, err)
@@ -358,7 +352,8 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 
 var errLookupNotFound = failure.New(failure.NotFound, "task not found")
 
-func (a *API) lookup(w http.ResponseWriter, r *http.Request) {
+// LookupTask finds a task by its external ID (query: external_id).
+func (a *API) LookupTask(w http.ResponseWriter, r *http.Request) {
 	wsID, err := a.workspaceFor(r, errLookupNotFound)
 	if err != nil {
 		a.fail(w, r, err)
@@ -372,7 +367,8 @@ func (a *API) lookup(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, LookupResponse(t, outcome))
 }
 
-func (a *API) release(w http.ResponseWriter, r *http.Request) {
+// ReleaseExternalID releases a task's external ID (query: external_id).
+func (a *API) ReleaseExternalID(w http.ResponseWriter, r *http.Request) {
 	wsID, err := a.workspaceFor(r, errLookupNotFound)
 	if err != nil {
 		a.fail(w, r, err)

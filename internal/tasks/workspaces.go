@@ -33,7 +33,8 @@ func workspaceJSON(ws store.Workspace) WorkspaceJSON {
 	return out
 }
 
-func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) {
+// ListWorkspaces lists the workspaces the caller can see.
+func (a *API) ListWorkspaces(w http.ResponseWriter, r *http.Request) {
 	all, err := a.st.ListWorkspaces(r.Context())
 	if err != nil {
 		a.fail(w, r, err)
@@ -49,7 +50,9 @@ func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"workspaces": out})
 }
 
-func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) {
+// CreateWorkspace creates a workspace (admin only: it refuses anyone else
+// itself, wherever it is mounted).
+func (a *API) CreateWorkspace(w http.ResponseWriter, r *http.Request) {
 	if !principal(r).Admin {
 		a.fail(w, r, failure.New(failure.NotFound, "not found"))
 		return

@@ -1,0 +1,128 @@
+// Package server is the gateway's HTTP surface: the one table of every
+// route it serves, and the router built from it. The domain packages
+// provide the handlers; only this table chooses methods, paths and who may
+// call them.
+package server
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/idempotency"
+	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/tasks"
+)
+
+// Deps are the handlers the routes are served by, and what authenticates
+// their callers. Every field is required.
+type Deps struct {
+	Receiver     *inbox.Receiver
+	Tasks        *tasks.API
+	Deliveries   *inbox.Operators
+	Suppressions *ingest.Suppressions
+	Creations    *idempotency.Operators
+	Readiness    *inbox.Readiness
+	// Authenticator checks the bearer token of every /api/ route.
+	Authenticator *httpapi.Authenticator
+	// Logger logs the admin requirement's refusals that fail.
+	Logger *slog.Logger
+}
+
+// access says who may call a route.
+type access int
+
+const (
+	// public: anyone (health), or a caller the handler authenticates
+	// itself (a webhook's provider signature).
+	public access = iota
+	// token: a valid bearer token; the handler scopes it to its workspaces.
+	token
+	// admin: the admin token; anyone else is answered 404.
+	admin
+)
+
+type route struct {
+	method, path string
+	access       access
+	handler      http.HandlerFunc
+}
+
+// table is every route of the gateway. Handlers read their path variables
+// by the names written here: {connection}, {id}, {operation_id}.
+func table(d Deps) []route {
+	const (
+		GET, POST, PATCH, DELETE = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
+	)
+	return []route{
+		// Webhooks: authenticated by the provider's signature.
+		{POST, "/webhooks/{connection}", public, d.Receiver.ServeHTTP},
+
+		// Tasks.
+		{POST, "/api/v1/tasks", token, d.Tasks.CreateTask},
+		{GET, "/api/v1/tasks/{id}", token, d.Tasks.GetTask},
+		{PATCH, "/api/v1/tasks/{id}", token, d.Tasks.UpdateTask},
+		{DELETE, "/api/v1/tasks/{id}", token, d.Tasks.DeleteTask},
+		{GET, "/api/v1/tasks/{id}/contributions", token, d.Tasks.ListContributions},
+
+		// Workspaces and their tasks.
+		{GET, "/api/v1/workspaces", token, d.Tasks.ListWorkspaces},
+		{POST, "/api/v1/workspaces", admin, d.Tasks.CreateWorkspace},
+		{GET, "/api/v1/workspaces/{id}/tasks", token, d.Tasks.ListTasks},
+		{GET, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.LookupTask},
+		{DELETE, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.ReleaseExternalID},
+
+		// Operators.
+		{GET, "/api/v1/deliveries", admin, d.Deliveries.ListDeliveries},
+		{GET, "/api/v1/deliveries/{id}", admin, d.Deliveries.GetDelivery},
+		{POST, "/api/v1/deliveries/{id}/replay", admin, d.Deliveries.ReplayDelivery},
+		{GET, "/api/v1/suppressions", admin, d.Suppressions.ListSuppressions},
+		{DELETE, "/api/v1/suppressions", admin, d.Suppressions.ClearSuppression},
+		{GET, "/api/v1/creations/{operation_id}", admin, d.Creations.InspectCreation},
+		{POST, "/api/v1/creations/{operation_id}/steps/resolve", admin, d.Creations.ResolveStep},
+
+		// Health.
+		{GET, "/healthz", public, healthz},
+		{GET, "/readyz", public, readyz(d.Readiness)},
+
+		// Metrics, the console and MCP mount here when they exist.
+	}
+}
+
+// NewRouter builds the gateway's router from the table. An unknown path
+// answers a JSON 404 and a known path with another method a JSON 405
+// (httpapi.HandleRoutingErrors); both come before authentication, as
+// neither reveals more than the published route list.
+func NewRouter(d Deps) *mux.Router {
+	authenticate := d.Authenticator.Middleware
+	requireAdmin := httpapi.RequireAdmin(d.Logger)
+	r := mux.NewRouter()
+	httpapi.HandleRoutingErrors(r)
+	for _, rt := range table(d) {
+		var h http.Handler = rt.handler
+		switch rt.access {
+		case admin:
+			h = authenticate(requireAdmin(h))
+		case token:
+			h = authenticate(h)
+		}
+		r.Handle(rt.path, h).Methods(rt.method)
+	}
+	return r
+}
+
+// Routes returns the table as "METHOD /path" strings, in table order (for
+// tests and documentation checks).
+func Routes() []string {
+	// Only methods and paths are read: the handlers are method values of
+	// nil pointers, never called.
+	rts := table(Deps{})
+	out := make([]string, 0, len(rts))
+	for _, rt := range rts {
+		out = append(out, rt.method+" "+rt.path)
+	}
+	return out
+}

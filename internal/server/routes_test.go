@@ -1,0 +1,196 @@
+package server_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/idempotency"
+	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/server"
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/store/storetest"
+	"github.com/trackergateway/gateway/internal/tasks"
+)
+
+const (
+	adminToken = "admin-token-0123456789"
+	wsToken    = "workspace-token-0123456789"
+	// someID fills every path variable: no row has it.
+	someID = "7d1f9c2e-0000-4000-8000-000000000000"
+)
+
+// newRouter builds the gateway's router on st with real handlers, a
+// workspace, and an admin and a workspace token.
+func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
+	t.Helper()
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	now := time.Now
+	if err := st.UpsertWorkspace(ctx, store.Workspace{ID: "ws", Name: "ws", TaskPrefix: "WS", CreatedAt: now(),
+		Steps: []store.Step{{ID: "backlog", Name: "Backlog"}}}); err != nil {
+		t.Fatalf("upsert workspace: %v", err)
+	}
+	for _, tok := range []store.Token{
+		{ID: "t-admin", Name: "admin", TokenSHA256: httpapi.HashToken(adminToken), Admin: true, CreatedAt: now()},
+		{ID: "t-ws", Name: "ws-bot", TokenSHA256: httpapi.HashToken(wsToken), Workspaces: []string{"ws"}, CreatedAt: now()},
+	} {
+		if err := st.UpsertToken(ctx, tok); err != nil {
+			t.Fatalf("upsert token: %v", err)
+		}
+	}
+	noConnections := func(string) (config.Connection, bool) { return config.Connection{}, false }
+	coord := idempotency.New(st, logger, now)
+	receiver := inbox.NewReceiver(st, map[string]connectors.Adapter{}, noConnections, logger, now)
+	return server.NewRouter(server.Deps{
+		Receiver:      receiver,
+		Tasks:         tasks.NewAPI(tasks.NewService(st, logger, now), coord, nil, st, logger, now),
+		Deliveries:    inbox.NewOperators(st, logger, now),
+		Suppressions:  ingest.NewSuppressions(st, logger),
+		Creations:     idempotency.NewOperators(coord, logger),
+		Readiness:     inbox.NewReadiness(st, receiver, now),
+		Authenticator: httpapi.NewAuthenticator(st, logger, now),
+		Logger:        logger,
+	})
+}
+
+// request is a request for a table route, its path variables filled in.
+func request(route, token string) *http.Request {
+	method, path, _ := strings.Cut(route, " ")
+	for _, v := range []string{"{connection}", "{id}", "{operation_id}"} {
+		path = strings.ReplaceAll(path, v, someID)
+	}
+	body := ""
+	if method == http.MethodPost || method == http.MethodPatch {
+		body = "{}"
+	}
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}
+
+func TestRoutesAreUnique(t *testing.T) {
+	t.Parallel()
+	routes := server.Routes()
+	if len(routes) == 0 {
+		t.Fatal("the route table is empty")
+	}
+	seen := map[string]bool{}
+	for _, rt := range routes {
+		method, path, ok := strings.Cut(rt, " ")
+		if !ok || method == "" || !strings.HasPrefix(path, "/") {
+			t.Errorf("route %q is not \"METHOD /path\"", rt)
+		}
+		if seen[rt] {
+			t.Errorf("route %q is in the table twice", rt)
+		}
+		seen[rt] = true
+	}
+}
+
+// Every route of the table is served on its method, by its own handler
+// (not the JSON 404/405 of unknown paths and methods), with the access the
+// table gives it; the router serves nothing else.
+func TestEveryRouteAnswers(t *testing.T) {
+	t.Parallel()
+	admin := map[string]bool{
+		"POST /api/v1/workspaces":                             true,
+		"GET /api/v1/deliveries":                              true,
+		"GET /api/v1/deliveries/{id}":                         true,
+		"POST /api/v1/deliveries/{id}/replay":                 true,
+		"GET /api/v1/suppressions":                            true,
+		"DELETE /api/v1/suppressions":                         true,
+		"GET /api/v1/creations/{operation_id}":                true,
+		"POST /api/v1/creations/{operation_id}/steps/resolve": true,
+	}
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		r := newRouter(t, st)
+		var walked []string
+		_ = r.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+			path, _ := route.GetPathTemplate()
+			methods, _ := route.GetMethods()
+			for _, m := range methods {
+				walked = append(walked, m+" "+path)
+			}
+			return nil
+		})
+		if routes := server.Routes(); !slices.Equal(walked, routes) {
+			t.Errorf("router serves %q, want the table %q", walked, routes)
+		}
+		for _, rt := range server.Routes() {
+			_, path, _ := strings.Cut(rt, " ")
+			var match mux.RouteMatch
+			if !r.Match(request(rt, adminToken), &match) || match.MatchErr != nil {
+				t.Errorf("%s: no route matches (%v)", rt, match.MatchErr)
+				continue
+			}
+			if got, _ := match.Route.GetPathTemplate(); got != path {
+				t.Errorf("%s: matched by %s", rt, got)
+			}
+			rec := httptest.NewRecorder()
+			r.ServeHTTP(rec, request(rt, adminToken))
+			if body := strings.TrimSpace(rec.Body.String()); rec.Code == http.StatusMethodNotAllowed ||
+				(rec.Code == http.StatusNotFound && body == `{"error":"not found"}`) {
+				t.Errorf("%s as admin = %d %s, want its handler's answer", rt, rec.Code, body)
+			}
+
+			public := !strings.HasPrefix(path, "/api/")
+			rec = httptest.NewRecorder()
+			r.ServeHTTP(rec, request(rt, ""))
+			if got := rec.Code == http.StatusUnauthorized; got == public {
+				t.Errorf("%s without a token = %d, want a 401 only for /api/ routes", rt, rec.Code)
+			}
+			if !admin[rt] {
+				continue
+			}
+			rec = httptest.NewRecorder()
+			r.ServeHTTP(rec, request(rt, wsToken))
+			if body := strings.TrimSpace(rec.Body.String()); rec.Code != http.StatusNotFound || body != `{"error":"not found"}` {
+				t.Errorf("%s with a workspace token = %d %s, want the admin requirement's 404", rt, rec.Code, body)
+			}
+		}
+	})
+}
+
+// A path of the table with a method it does not serve is a 405 naming the
+// methods it does; an unknown path is a 404, before any authentication.
+func TestRoutingErrors(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		r := newRouter(t, st)
+		tests := []struct {
+			method, path string
+			status       int
+			allow        string
+		}{
+			{http.MethodPut, "/api/v1/tasks/" + someID, http.StatusMethodNotAllowed, "DELETE, GET, PATCH"},
+			{http.MethodGet, "/webhooks/github", http.StatusMethodNotAllowed, "POST"},
+			{http.MethodPost, "/api/v1/suppressions", http.StatusMethodNotAllowed, "DELETE, GET"},
+			{http.MethodGet, "/api/v1/nothing", http.StatusNotFound, ""},
+			{http.MethodGet, "/metrics", http.StatusNotFound, ""},
+		}
+		for _, tt := range tests {
+			rec := httptest.NewRecorder()
+			r.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+			if rec.Code != tt.status || rec.Header().Get("Allow") != tt.allow {
+				t.Errorf("%s %s = %d Allow %q, want %d Allow %q", tt.method, tt.path, rec.Code,
+					rec.Header().Get("Allow"), tt.status, tt.allow)
+			}
+		}
+	})
+}
