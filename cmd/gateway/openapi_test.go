@@ -2,7 +2,7 @@ package main
 
 // The OpenAPI document (docs/openapi.yaml) against the real server: every
 // response of a realistic flow is validated against its operation, every
-// route the code registers is documented, and every documented operation is
+// route of the router is documented, and every documented operation is
 // routed.
 
 import (
@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,9 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/mux"
+
 	"github.com/trackergateway/gateway/docs"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/openapitest"
+	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/postgres"
 	"github.com/trackergateway/gateway/internal/store/sqlite"
@@ -29,34 +33,31 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
-// registeredRoutes is every route the gateway's code registers, as
-// "METHOD /template": the HandleFunc/Handle calls of the server's router
-// (health and readiness, the webhook receiver, the task and workspace API,
-// and the operator routes of deliveries, suppressions and creations), plus
-// the document itself, mounted with docs.Handler(). A route added to the
-// code must be added here and to docs/openapi.yaml.
-var registeredRoutes = []string{
-	"GET /healthz",
-	"GET /readyz",
-	"POST /webhooks/{connection}",
-	"POST /api/v1/tasks",
-	"GET /api/v1/tasks/{id}",
-	"PATCH /api/v1/tasks/{id}",
-	"DELETE /api/v1/tasks/{id}",
-	"GET /api/v1/tasks/{id}/contributions",
-	"GET /api/v1/workspaces",
-	"POST /api/v1/workspaces",
-	"GET /api/v1/workspaces/{id}/tasks",
-	"GET /api/v1/workspaces/{id}/tasks/by-external-id",
-	"DELETE /api/v1/workspaces/{id}/tasks/by-external-id",
-	"GET /api/v1/deliveries",
-	"GET /api/v1/deliveries/{id}",
-	"POST /api/v1/deliveries/{id}/replay",
-	"GET /api/v1/suppressions",
-	"DELETE /api/v1/suppressions",
-	"GET /api/v1/creations/{operation_id}",
-	"POST /api/v1/creations/{operation_id}/steps/resolve",
-	"GET /api/v1/openapi.yaml",
+// registeredRoutes walks the router the gateway serves
+// (server.NewRouter, built here without handlers to call) and returns its
+// routes as "METHOD /template", sorted.
+func registeredRoutes(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := server.NewRouter(server.Deps{}).Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		path, err := route.GetPathTemplate()
+		if err != nil {
+			return err
+		}
+		methods, err := route.GetMethods()
+		if err != nil {
+			return fmt.Errorf("route %s has no methods: %w", path, err)
+		}
+		for _, m := range methods {
+			out = append(out, m+" "+path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk the router: %v", err)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // documentPath is the route that serves the document; its mounting is
@@ -480,11 +481,11 @@ func resolveUnknownStep(t *testing.T, c specClient, st *sqlstore.Store, anchorTa
 }
 
 // TestOpenAPIRoutes checks the document against the routes: every route
-// the code registers is documented, every documented operation is routed
-// (the router is built inside serve, so this is done over HTTP: a method a
-// path does not serve answers 405, whose Allow header names exactly the
-// methods the document gives that path), and GET /api/v1/openapi.yaml
-// serves the embedded document.
+// of the gateway's router is documented and every documented operation is
+// routed, both by walking the router and over HTTP (a method a path does not
+// serve answers 405, whose Allow header names exactly the methods the
+// document gives that path); GET /api/v1/openapi.yaml serves the embedded
+// document.
 func TestOpenAPIRoutes(t *testing.T) {
 	t.Parallel()
 	spec, err := openapitest.Embedded()
@@ -492,15 +493,24 @@ func TestOpenAPIRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	documented := spec.Operations()
-	for _, r := range registeredRoutes {
+	routed := registeredRoutes(t)
+	if len(routed) == 0 {
+		t.Fatal("the router has no routes")
+	}
+	for _, r := range routed {
 		if !slices.Contains(documented, r) {
-			t.Errorf("route %s is registered but not documented in docs/openapi.yaml", r)
+			t.Errorf("route %s is served but not documented in docs/openapi.yaml", r)
 		}
 	}
 	for _, op := range documented {
-		if !slices.Contains(registeredRoutes, op) {
-			t.Errorf("operation %s is documented but no route registers it", op)
+		if slices.Contains(routed, op) {
+			continue
 		}
+		if op == http.MethodGet+" "+documentPath {
+			t.Logf("%s is documented but not mounted yet", op)
+			continue
+		}
+		t.Errorf("operation %s is documented but the router does not serve it", op)
 	}
 
 	g := startGateway(t, newDatabaseURL(t, "sqlite"))
