@@ -1,11 +1,15 @@
 package openapitest
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trackergateway/gateway/docs"
 )
 
 const (
@@ -198,5 +202,23 @@ func TestValidateResponseReportsThroughT(t *testing.T) {
 	ValidateResponse(bad, "GET", "/api/v1/tasks/"+taskID, 200, jsonHeader(), []byte(withField(t, goodTask, "title", "1")))
 	if len(bad.errors) != 1 || !strings.Contains(bad.errors[0], "title") {
 		t.Errorf("a drifted response reported %q, want one error naming title", bad.errors)
+	}
+}
+
+// TestDocumentHandler checks what GET /api/v1/openapi.yaml answers once
+// docs.Handler is mounted there: the embedded bytes, as YAML, as documented.
+func TestDocumentHandler(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	docs.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/openapi.yaml", nil))
+	ValidateResponse(t, http.MethodGet, "/api/v1/openapi.yaml", rec.Code, rec.Header(), rec.Body.Bytes())
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/yaml" {
+		t.Errorf("docs.Handler() = %d %q, want 200 application/yaml", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	if !bytes.Equal(rec.Body.Bytes(), docs.OpenAPI) {
+		t.Errorf("docs.Handler() served %d bytes, want the %d embedded ones", rec.Body.Len(), len(docs.OpenAPI))
+	}
+	if _, err := Load(rec.Body.Bytes()); err != nil {
+		t.Errorf("the served document does not load: %v", err)
 	}
 }
