@@ -29,20 +29,59 @@ var statusOf = map[failure.Code]int{
 	failure.Internal:             http.StatusInternalServerError,
 }
 
-// Classify turns store sentinels that reach the HTTP layer into application
-// errors: an unreachable database is 503 so clients (and trackers) retry.
+type storeErrorRow struct {
+	sentinel error
+	code     failure.Code
+	message  string
+}
+
+// storeErrors is the one table from the store's sentinels to application
+// errors, for a store error that reaches the HTTP layer without a code of
+// its own (a handler that names what is missing wraps it with Reword). The
+// first match wins: an unreachable database is a 503 whatever else the
+// error says, so clients (and trackers) retry.
+var storeErrors = []storeErrorRow{
+	{store.ErrUnavailable, failure.Unavailable, "storage unavailable"},
+	{store.ErrInvalidText, failure.Invalid, "text must be valid UTF-8 without NUL characters"},
+	{store.ErrNotFound, failure.NotFound, "not found"},
+	{store.ErrExternalIDTaken, failure.Conflict, "external_id is taken"},
+	{store.ErrConstraint, failure.Conflict, "conflicts with the stored data"},
+}
+
+// Classify turns a store sentinel into its application error (storeErrors);
+// an error that already carries a code, or none of the sentinels, is
+// returned unchanged.
 func Classify(err error) error {
-	var fe *failure.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	if errors.Is(err, store.ErrUnavailable) {
-		return failure.Wrap(failure.Unavailable, err, "storage unavailable")
-	}
-	if errors.Is(err, store.ErrInvalidText) {
-		return failure.Wrap(failure.Invalid, err, "text must be valid UTF-8 without NUL characters")
+	if e, ok := storeError(err); ok {
+		return failure.Wrap(e.code, err, "%s", e.message)
 	}
 	return err
+}
+
+// Reword answers err with the caller's own message when the error table
+// gives err the code of with: a handler's 404 can say "task not found"
+// while the status still comes from the table. An error that already
+// carries a code, or that the table answers with another, is returned
+// unchanged.
+func Reword(err error, with *failure.Error) error {
+	if e, ok := storeError(err); ok && e.code == with.Code {
+		return failure.Wrap(with.Code, err, "%s", with.Message)
+	}
+	return err
+}
+
+// storeError returns the storeErrors row of an error without a code.
+func storeError(err error) (storeErrorRow, bool) {
+	var fe *failure.Error
+	if err == nil || errors.As(err, &fe) {
+		return storeErrorRow{}, false
+	}
+	for _, e := range storeErrors {
+		if errors.Is(err, e.sentinel) {
+			return e, true
+		}
+	}
+	return storeErrorRow{}, false
 }
 
 // WriteError answers with {"error": message} and the mapped status. Only 500s

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
@@ -247,10 +248,8 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 	// write transaction, keeping it short.
 	ws, err := c.st.GetWorkspace(ctx, req.WorkspaceID)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return BeginResult{}, failure.New(failure.NotFound, "workspace %q not found", req.WorkspaceID)
-		}
-		return BeginResult{}, fmt.Errorf("begin task creation: %w", err)
+		return BeginResult{}, httpapi.Reword(fmt.Errorf("begin task creation: %w", err),
+			failure.New(failure.NotFound, "workspace %q not found", req.WorkspaceID))
 	}
 	step, err := taskrules.Step(ws, req.WorkflowStepID)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -49,10 +50,8 @@ func (c *Coordinator) ResolveTaskCreationStep(ctx context.Context, r StepResolut
 	if r.StepKey == "" {
 		return store.CreationStep{}, failure.New(failure.Invalid, "step_key is required")
 	}
-	if _, err := c.st.GetOperation(ctx, r.OperationID); errors.Is(err, store.ErrNotFound) {
-		return store.CreationStep{}, failure.New(failure.NotFound, "creation operation not found")
-	} else if err != nil {
-		return store.CreationStep{}, fmt.Errorf("resolve step: %w", err)
+	if _, err := c.st.GetOperation(ctx, r.OperationID); err != nil {
+		return store.CreationStep{}, httpapi.Reword(fmt.Errorf("resolve step: %w", err), errOperationNotFound)
 	}
 	err := c.st.InTx(ctx, func(tx store.Queries) error {
 		op, steps, err := lockVerified(ctx, tx, r.OperationID, nil)
@@ -112,6 +111,8 @@ func (c *Coordinator) ResolveTaskCreationStep(ctx context.Context, r StepResolut
 	return resolved, nil
 }
 
+var errOperationNotFound = failure.New(failure.NotFound, "creation operation not found")
+
 // CreationView is an operation and its steps as operators see them.
 type CreationView struct {
 	Operation store.Operation
@@ -124,11 +125,8 @@ type CreationView struct {
 // InspectTaskCreation reads an operation and its steps (no locks, no writes).
 func (c *Coordinator) InspectTaskCreation(ctx context.Context, opID string) (CreationView, error) {
 	op, err := c.st.GetOperation(ctx, opID)
-	if errors.Is(err, store.ErrNotFound) {
-		return CreationView{}, failure.New(failure.NotFound, "creation operation not found")
-	}
 	if err != nil {
-		return CreationView{}, fmt.Errorf("inspect creation: %w", err)
+		return CreationView{}, httpapi.Reword(fmt.Errorf("inspect creation: %w", err), errOperationNotFound)
 	}
 	steps, err := c.st.ListCreationSteps(ctx, opID)
 	if err != nil {

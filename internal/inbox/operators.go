@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -235,10 +234,7 @@ func (o *Operators) get(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := o.st.GetDelivery(r.Context(), id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return errDeliveryNotFound
-		}
-		return err
+		return httpapi.Reword(err, errDeliveryNotFound)
 	}
 	httpapi.WriteJSON(w, http.StatusOK, NewDeliveryDetailJSON(d))
 	return nil
@@ -257,10 +253,7 @@ func (o *Operators) replay(w http.ResponseWriter, r *http.Request) error {
 	// check here before it would race a worker claiming the delivery.
 	d, requeued, err := o.st.RequeueDelivery(ctx, id, o.now())
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return errDeliveryNotFound
-		}
-		return err
+		return httpapi.Reword(err, errDeliveryNotFound)
 	}
 	if !requeued {
 		return failure.New(failure.Conflict, "delivery has not finished; replay it once it has")

@@ -290,7 +290,8 @@ func classifyCommitError(err error) error {
 	case errors.Is(err, errStopped):
 		return failure.Wrap(failure.Unavailable, err, "service shutting down")
 	case errors.Is(err, store.ErrConstraint):
-		return fmt.Errorf("receive webhook: %w", err)
+		// Coded here: the error table would answer a constraint with 409.
+		return failure.Wrap(failure.Internal, fmt.Errorf("receive webhook: %w", err), "internal error")
 	default:
 		return failure.Wrap(failure.Unavailable, err, "storage unavailable")
 	}

@@ -373,6 +373,28 @@ func TestReceiveStorageUnavailable(t *testing.T) {
 	})
 }
 
+// A commit refused by a constraint the inbox should never violate is a
+// bug: a 500, never the error table's 409 for a constraint.
+func TestReceiveConstraintIsInternal(t *testing.T) {
+	t.Parallel()
+	_, h := startReceiver(t, constraintWriter{}, nil, nil, ReceiverOptions{})
+	rec := serve(h, webhook(connFake, []byte(`{}`), "k1", secretCurrent))
+	if rec.Code != http.StatusInternalServerError {
+		t.Errorf("status = %d, want %d", rec.Code, http.StatusInternalServerError)
+	}
+	if got, want := errorMessage(t, rec), "internal error"; got != want {
+		t.Errorf("error = %q, want %q", got, want)
+	}
+}
+
+type constraintWriter struct{}
+
+func (constraintWriter) InsertDeliveries(context.Context, []store.Delivery) ([]store.InsertedDelivery, error) {
+	return nil, &wrappedErr{msg: "insert deliveries: check constraint", err: store.ErrConstraint}
+}
+
+func (constraintWriter) Notify(context.Context, string) error { return nil }
+
 func TestReceiveAfterStop(t *testing.T) {
 	t.Parallel()
 	w := &recordingWriter{}

@@ -136,10 +136,7 @@ func (a *API) CreateTask(w http.ResponseWriter, r *http.Request) {
 			if req.WorkflowStepID == "" {
 				ws, err := a.st.GetWorkspace(r.Context(), wsID)
 				if err != nil {
-					if errors.Is(err, store.ErrNotFound) {
-						return failure.New(failure.NotFound, "workspace %q not found", wsID)
-					}
-					return err
+					return httpapi.Reword(err, failure.New(failure.NotFound, "workspace %q not found", wsID))
 				}
 				if len(ws.Steps) == 0 {
 					return failure.New(failure.Invalid, "workspace %q has no workflow steps", wsID)
@@ -209,8 +206,12 @@ func (a *API) UpdateTask(w http.ResponseWriter, r *http.Request) {
 	}
 	// Authorize before validating: an invisible task is 404 whatever the body.
 	t, err := a.st.GetTask(r.Context(), id)
-	if err != nil || !p.CanSee(t.WorkspaceID) {
-		a.fail(w, r, notFoundOr(err))
+	if err != nil {
+		a.fail(w, r, httpapi.Reword(err, errTaskNotFound))
+		return
+	}
+	if !p.CanSee(t.WorkspaceID) {
+		a.fail(w, r, errTaskNotFound)
 		return
 	}
 	raw, err := readBody(w, r)
@@ -237,13 +238,6 @@ func (a *API) UpdateTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, ToJSON(updated))
-}
-
-func notFoundOr(err error) error {
-	if err == nil || errors.Is(err, store.ErrNotFound) {
-		return errTaskNotFound
-	}
-	return err
 }
 
 // DeleteTask deletes a task as its operator, recording its suppressions.
@@ -285,17 +279,14 @@ func decodeCursor(c string) (time.Time, string, error) {
 
 // workspaceFor authorizes the {id} workspace of a route; notFound is the
 // route's own 404 body.
-func (a *API) workspaceFor(r *http.Request, notFound error) (string, error) {
+func (a *API) workspaceFor(r *http.Request, notFound *failure.Error) (string, error) {
 	id := mux.Vars(r)["id"]
 	// An ID that is not storable text names no workspace.
 	if !principal(r).CanSee(id) || !httpapi.ValidText(id) {
 		return "", notFound
 	}
 	if _, err := a.st.GetWorkspace(r.Context(), id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return "", notFound
-		}
-		return "", err
+		return "", httpapi.Reword(err, notFound)
 	}
 	return id, nil
 }
@@ -361,7 +352,7 @@ func (a *API) LookupTask(w http.ResponseWriter, r *http.Request) {
 	}
 	t, outcome, err := a.creator.Lookup(r.Context(), wsID, r.URL.Query().Get("external_id"))
 	if err != nil {
-		a.fail(w, r, notFoundOr(err))
+		a.fail(w, r, httpapi.Reword(err, errLookupNotFound))
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, LookupResponse(t, outcome))
@@ -375,7 +366,7 @@ func (a *API) ReleaseExternalID(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := a.creator.ReleaseExternalID(r.Context(), wsID, r.URL.Query().Get("external_id")); err != nil {
-		a.fail(w, r, notFoundOr(err))
+		a.fail(w, r, httpapi.Reword(err, errLookupNotFound))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

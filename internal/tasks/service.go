@@ -111,10 +111,7 @@ func (s *Service) Get(ctx context.Context, id string) (store.Task, error) {
 	}
 	t, err := s.st.GetTask(ctx, id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return t, errTaskNotFound
-		}
-		return t, err
+		return t, httpapi.Reword(err, errTaskNotFound)
 	}
 	if t.CreationState != store.CreationComplete {
 		return store.Task{}, errTaskNotFound
@@ -247,12 +244,7 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 	return out, nil
 }
 
-func notFound(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return errTaskNotFound
-	}
-	return err
-}
+func notFound(err error) error { return httpapi.Reword(err, errTaskNotFound) }
 
 // DeleteReason says who deleted a task; it is stored on suppressions.
 type DeleteReason string

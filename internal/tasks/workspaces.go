@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/trackergateway/gateway/internal/config"
@@ -91,10 +90,7 @@ func (a *API) CreateWorkspace(w http.ResponseWriter, r *http.Request) {
 		ws.Steps = append(ws.Steps, store.Step{ID: s.ID, Name: s.Name, WIPLimit: limit})
 	}
 	if err := a.st.CreateWorkspace(r.Context(), ws); err != nil {
-		if failure.CodeOf(err) == failure.Internal && isConstraint(err) {
-			err = failure.New(failure.Conflict, "workspace %q already exists", ws.ID)
-		}
-		a.fail(w, r, err)
+		a.fail(w, r, httpapi.Reword(err, failure.New(failure.Conflict, "workspace %q already exists", ws.ID)))
 		return
 	}
 	created, err := a.st.GetWorkspace(r.Context(), ws.ID)
@@ -104,5 +100,3 @@ func (a *API) CreateWorkspace(w http.ResponseWriter, r *http.Request) {
 	}
 	httpapi.WriteJSON(w, http.StatusCreated, workspaceJSON(created))
 }
-
-func isConstraint(err error) bool { return errors.Is(err, store.ErrConstraint) }
