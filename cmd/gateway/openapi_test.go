@@ -220,6 +220,13 @@ func TestOpenAPIResponses(t *testing.T) {
 		if issue.Status != "succeeded" || issue.taskID() == "" {
 			t.Fatalf("delivery = %+v, want succeeded with a task", issue)
 		}
+		// GitHub's form-encoded delivery: the JSON in the payload field,
+		// signed over the raw form.
+		form := opened.withKey("openapi-form")
+		form.Body = []byte("payload=" + url.QueryEscape(string(githubIssueOpened(t, 9002, 9002, "Sent as a form"))))
+		formHeader := form.header(githubSecret)
+		formHeader.Set("Content-Type", "application/x-www-form-urlencoded")
+		c.raw(http.MethodPost, "/webhooks/github", formHeader, form.Body, http.StatusAccepted)
 		// Webhook refusals.
 		bad := opened
 		badHeader := bad.header("not-the-secret")
