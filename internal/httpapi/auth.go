@@ -51,12 +51,6 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Authenticate requires a bearer token; missing or unknown tokens are 401.
-// It is NewAuthenticator with the wall clock.
-func Authenticate(tokens TokenFinder, logger *slog.Logger) func(http.Handler) http.Handler {
-	return NewAuthenticator(tokens, logger, nil).Middleware
-}
-
 // Authenticator checks bearer tokens. Only a token's hash is ever looked
 // up; the token itself is logged never. Repeated failures from one client
 // address are throttled (429 with Retry-After, before any lookup) and

@@ -28,7 +28,7 @@ type Deps struct {
 	Readiness    *inbox.Readiness
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
-	// Logger logs the admin requirement's refusals that fail.
+	// Logger is where the admin requirement writes its errors.
 	Logger *slog.Logger
 }
 
