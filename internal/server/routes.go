@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/trackergateway/gateway/docs"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -83,6 +84,9 @@ func table(d Deps) []route {
 		{DELETE, "/api/v1/suppressions", admin, d.Suppressions.ClearSuppression},
 		{GET, "/api/v1/creations/{operation_id}", admin, d.Creations.InspectCreation},
 		{POST, "/api/v1/creations/{operation_id}/steps/resolve", admin, d.Creations.ResolveStep},
+
+		// The API's own description (docs/openapi.yaml).
+		{GET, "/api/v1/openapi.yaml", public, docs.Handler().ServeHTTP},
 
 		// Health.
 		{GET, "/healthz", public, healthz},
