@@ -68,7 +68,7 @@ type Event struct {
 	EventName string
 	Action    Action
 	Kind      string
-	// ExternalID per DESIGN.md ("github:<host>:issue:<issue.id>").
+	// ExternalID per docs/design.md ("github:<host>:issue:<issue.id>").
 	ExternalID string
 	// PreviousExternalID is set when this entity continues another one
 	// (GitHub transfer, GitLab moved_to_id): the task of PreviousExternalID
@@ -148,7 +148,7 @@ type Adapter interface {
 	// Verify checks the request signature against each secret in constant
 	// time; nil means one matched.
 	Verify(header http.Header, body []byte, secrets [][]byte) error
-	// DeliveryKey returns the provider's delivery identity (DESIGN.md
+	// DeliveryKey returns the provider's delivery identity (docs/design.md
 	// "Delivery keys"); never parses business content beyond hashing.
 	DeliveryKey(header http.Header, body []byte) string
 	// EventName returns the event type header value ("issues", "Issue Hook");

@@ -174,7 +174,7 @@ type logTail struct {
 
 const logTailBytes = 64 << 10
 
-// secretValues must never appear in logs (DESIGN.md Non-negotiables).
+// secretValues must never appear in logs (docs/design.md, "Non-negotiables").
 var secretValues = []string{testAdminToken, githubSecret, githubOld, gitlabSecret, jiraSecret}
 
 // leakedSecrets returns the secrets that appear in b.

@@ -134,7 +134,7 @@ func (Adapter) Sign(header http.Header, body []byte, secret []byte) {
 	}
 }
 
-// Parse maps a delivery to an Event (DESIGN.md "Event → action"). Events
+// Parse maps a delivery to an Event (docs/design.md "Events and actions"). Events
 // other than issues, pull_request and ping are ignored; so are issue and
 // pull request actions the gateway does not map. Errors wrap
 // connectors.ErrMalformedPayload.

@@ -96,7 +96,7 @@ var objectKinds = map[gitlab.EventType]string{
 	gitlab.EventTypeMilestone:     "milestone",
 }
 
-// Parse maps a delivery to an Event (DESIGN.md "Event → action"). Issue and
+// Parse maps a delivery to an Event (docs/design.md "Events and actions"). Issue and
 // merge request hooks are mapped, every other hook is ignored. Without an
 // X-Gitlab-Event header the hook is named from the body's object_kind; with
 // one, the body's object_kind must agree with it, so a merge request body

@@ -316,7 +316,7 @@ type lenientHistory struct {
 	} `json:"items"`
 }
 
-// Parse maps a delivery to an Event (DESIGN.md "Event → action"):
+// Parse maps a delivery to an Event (docs/design.md "Events and actions"):
 // jira:issue_created → create, jira:issue_updated → update (close when the
 // changelog sets a resolution, reopen when it clears it),
 // jira:issue_deleted → delete, anything else ignored. host is the Jira site

@@ -150,7 +150,7 @@ func decodeStrict(dec *json.Decoder, v any) error {
 	return nil
 }
 
-// Page sizes of every list (DESIGN.md: limit default 100, at most 1000).
+// Page sizes of every list (docs/design.md: limit default 100, at most 1000).
 const (
 	DefaultPageSize = 100
 	MaxPageSize     = 1000

@@ -88,7 +88,7 @@ func BenchmarkLookup(b *testing.B) {
 	})
 }
 
-// BenchmarkSettlementCreate: the issue-2 create the ledger replaced.
+// BenchmarkSettlementCreate: the settlement create the ledger replaced.
 func BenchmarkSettlementCreate(b *testing.B) {
 	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
 		ctx := context.Background()
@@ -103,7 +103,7 @@ func BenchmarkSettlementCreate(b *testing.B) {
 	})
 }
 
-// settlementCreate is the issue-2 baseline, bench-only: lookup, then one
+// settlementCreate is the settlement baseline, bench-only: lookup, then one
 // transaction (workspace lock, WIP admission, sequence, insert of a complete
 // but unsettled task), then the settlement UPDATE whose predicate includes
 // external_id.

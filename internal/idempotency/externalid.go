@@ -1,7 +1,7 @@
 // Package idempotency owns task identity and creation: the external-ID rules
-// (specs/external-id-idempotency.md), the create coordinator (lookup-first,
+// (docs/design.md, "External-ID idempotency"), the create coordinator (lookup-first,
 // the uniq_tasks_external_id backstop, the pre-insert re-read) and the
-// creation ledger (specs/task-creation-protocol.md: Begin, steps, Complete in
+// creation ledger (docs/design.md, "The creation ledger": Begin, steps, Complete in
 // two phases, Abort with compensation, recovery).
 //
 // What of the specs does not apply here, and why: the MCP, WebSocket and

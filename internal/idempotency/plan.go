@@ -12,7 +12,7 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-// Hash domains (specs/task-creation-protocol.md, "Canonical bindings").
+// Hash domains (docs/design.md, "Begin, the handle and the hashes").
 const (
 	manifestDomain = "kandev/task-creation-plan/v1"
 	actorDomain    = "kandev/task-creation-actor/v1"

@@ -1,4 +1,4 @@
-// Package inbox is the durable webhook inbox of the gateway (DESIGN.md
+// Package inbox is the durable webhook inbox of the gateway (docs/design.md
 // "Pipeline" steps 1 and 2, and the operator routes for deliveries).
 //
 //   - Receiver (receiver.go) answers POST /webhooks/{connection}: bounded

@@ -64,7 +64,7 @@ func (o *Operators) serve(w http.ResponseWriter, r *http.Request, fn func(w http
 	}
 }
 
-// DeliveryJSON is a delivery as operators see it (DESIGN.md "Delivery JSON").
+// DeliveryJSON is a delivery as operators see it (docs/design.md, "Operators").
 type DeliveryJSON struct {
 	ID          string  `json:"id"`
 	Connection  string  `json:"connection"`

@@ -70,7 +70,7 @@ const (
 	DefaultBusyDelay   = 100 * time.Millisecond
 )
 
-// Retry backoff (DESIGN.md: exponential, cenkalti/backoff).
+// Retry backoff (docs/design.md: exponential, cenkalti/backoff).
 const (
 	retryInitial       = time.Second
 	retryMultiplier    = 2

@@ -1,6 +1,6 @@
 // Package ingest is the ingest service: it applies a provider event, parsed
 // by the connection's adapter from a delivery the inbox hands over, to
-// tasks — the docs/design.md "Event → action" table, the connection's filters,
+// tasks — the docs/design.md "Events and actions" table, the connection's filters,
 // suppression of post-deletion redeliveries, transfer aliasing and
 // pull/merge request linking. It implements inbox.Processor; it holds no SQL
 // and acts through the task service, the creation coordinator and a few

@@ -16,7 +16,7 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
-// Pull/merge request linking (issue 5): association through
+// Pull/merge request linking: association through
 // remote_contribution_associate, the projection row from the payload,
 // on_merge and the pull_requests setting, over a real store, coordinator and
 // task service, on both dialects.

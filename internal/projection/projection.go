@@ -1,6 +1,6 @@
 // Package projection maintains the provider PR/MR projection
 // (github_task_prs, gitlab_task_mrs): the optional provider_pr_association of
-// specs/task-creation-protocol.md. It runs after Complete — it reads
+// docs/design.md ("The creation ledger"). It runs after Complete — it reads
 // task.created from the outbox — and is retried with backoff that honours
 // Retry-After and rate-limit resets; its failures are recorded on the row and
 // never affect creation.

@@ -7,7 +7,7 @@
 // combine them (the external-ID create sequence, the creation ledger, the
 // inbox) live in their owning packages and run them inside InTx.
 //
-// Lock order, kept everywhere (DESIGN.md "How the specs apply here"):
+// Lock order, kept everywhere (docs/design.md, "The creation ledger"):
 // workspace → creation operation → task → steps and effect rows → outbox.
 //
 // Inside InTx, the writes that answer nothing but an error (InsertTask,

@@ -15,7 +15,7 @@ type SourceJSON struct {
 	URL      string `json:"url"`
 }
 
-// TaskJSON is the task DTO of every read (DESIGN.md "Task JSON"). It never
+// TaskJSON is the task DTO of every read (docs/design.md, "Tasks"). It never
 // carries creation_complete: that is a create/lookup-only field.
 type TaskJSON struct {
 	ID             string      `json:"id"`
@@ -71,8 +71,8 @@ func LookupResponse(t store.Task, o idempotency.Outcome) LookupJSON {
 	return LookupJSON{TaskJSON: ToJSON(t), CreationComplete: o.CreationComplete()}
 }
 
-// Contribution is one linked PR/MR with its projection (DESIGN.md
-// "Contributions JSON").
+// Contribution is one linked PR/MR with its projection (docs/design.md
+// "Tasks").
 type Contribution struct {
 	Provider     string     `json:"provider"`
 	Kind         string     `json:"kind"`

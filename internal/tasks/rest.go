@@ -24,7 +24,7 @@ type Creator interface {
 	ReleaseExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error)
 }
 
-// ContributionLister lists a task's linked PRs/MRs (issue 5's projection).
+// ContributionLister lists a task's linked PRs/MRs (the provider projection).
 type ContributionLister interface {
 	Contributions(ctx context.Context, taskID string) ([]Contribution, error)
 }

@@ -280,7 +280,7 @@ func Suppress(ctx context.Context, w SuppressionWriter, workspaceID, taskID stri
 // Delete removes a task, its associations and projections, and emits
 // task.deleted. When the task is connector-owned (it mirrors a provider
 // entity), the gateway records suppressions for its external ID and aliases,
-// so later deliveries for the entity create nothing (DESIGN.md Suppression).
+// so later deliveries for the entity create nothing (docs/design.md, "Suppressions").
 func (s *Service) Delete(ctx context.Context, id string, reason DeleteReason, visible func(workspaceID string) bool) (store.Task, error) {
 	if !httpapi.ValidText(id) {
 		return store.Task{}, errTaskNotFound

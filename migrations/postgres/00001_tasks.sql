@@ -1,5 +1,5 @@
 -- +goose Up
--- Task system and the external-ID contract (specs/external-id-idempotency.md).
+-- Task system and the external-ID contract (docs/design.md, "External-ID idempotency").
 -- Timestamps are timestamptz here and unix microseconds (INTEGER) on SQLite;
 -- the store converts at the boundary.
 CREATE TABLE workspaces (

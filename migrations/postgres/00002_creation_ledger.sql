@@ -1,5 +1,5 @@
 -- +goose Up
--- Creation ledger (specs/task-creation-protocol.md), the outbox and the
+-- Creation ledger (docs/design.md, "The creation ledger"), the outbox and the
 -- remote-contribution effect authority.
 CREATE TABLE task_creation_operations (
     id                      UUID PRIMARY KEY,

@@ -1,5 +1,5 @@
 -- +goose Up
--- Task system and the external-ID contract (specs/external-id-idempotency.md).
+-- Task system and the external-ID contract (docs/design.md, "External-ID idempotency").
 -- Timestamps are unix microseconds (INTEGER); timestamptz on PostgreSQL.
 CREATE TABLE workspaces (
     id            TEXT PRIMARY KEY,

@@ -193,7 +193,7 @@ func (q queries) ReleaseExternalID(ctx context.Context, workspaceID, externalID 
 }
 
 // SettleExternalID: the predicate includes external_id so a released row is
-// never stamped (specs/external-id-idempotency.md, Settlement).
+// never stamped (docs/design.md, "Settlement").
 func (q queries) SettleExternalID(ctx context.Context, taskID, externalID string, at time.Time) (int64, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
