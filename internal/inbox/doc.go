@@ -1,5 +1,5 @@
 // Package inbox is the durable webhook inbox of the gateway (docs/design.md
-// "Pipeline" steps 1 and 2, and the operator routes for deliveries).
+// "The pipeline", steps 1 and 2, and the operator routes for deliveries).
 //
 //   - Receiver (receiver.go) answers POST /webhooks/{connection}: bounded
 //     body read, signature verification against every active secret of the

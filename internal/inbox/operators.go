@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
@@ -21,11 +23,15 @@ var Statuses = []string{
 }
 
 // shownSecretHeaders are removed from headers shown to operators, in case a
-// row was stored before a header became secret.
-var shownSecretHeaders = []string{
-	"Authorization", "Proxy-Authorization", "Cookie",
-	"X-Hub-Signature", "X-Hub-Signature-256", "X-Gitlab-Token",
-}
+// row was stored before a header became secret: every registered
+// provider's secret headers and the ones no delivery keeps.
+var shownSecretHeaders = func() []string {
+	out := slices.Clone(alwaysSecretHeaders)
+	for _, p := range providers.All() {
+		out = append(out, p.SecretHeaders()...)
+	}
+	return out
+}()
 
 // Operators serves the operator delivery routes: its exported methods are
 // the handlers internal/server mounts behind authentication and the admin
