@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/storetest"
 )
 
 const goodToken = "a-good-admin-token-0123456789"
@@ -23,23 +24,6 @@ func (t tokenTable) GetTokenBySHA256(_ context.Context, sha string) (store.Token
 		return tok, nil
 	}
 	return store.Token{}, store.ErrNotFound
-}
-
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 type syncBuffer struct {
@@ -59,9 +43,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newTestAuth(t *testing.T) (http.Handler, *testClock, *syncBuffer) {
+func newTestAuth(t *testing.T) (http.Handler, *storetest.Clock, *syncBuffer) {
 	t.Helper()
-	clock := &testClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := storetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0)
 	logs := &syncBuffer{}
 	tokens := tokenTable{HashToken(goodToken): {Name: "admin", Admin: true}}
 	a := NewAuthenticator(tokens, slog.New(slog.NewTextHandler(logs, nil)), clock.Now)

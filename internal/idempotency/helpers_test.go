@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"reflect"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,29 +15,8 @@ import (
 	"github.com/trackergateway/gateway/internal/store/storetest"
 )
 
-// testClock is an injectable clock: every reading moves it forward by one
-// microsecond (distinct timestamps), and Advance moves it past leases and
-// grace periods without sleeping.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Microsecond)
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newTestClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), time.Microsecond)
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -11,11 +11,12 @@ import (
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/store/storetest"
 )
 
 // pastGraceAndLease moves the clock beyond every lease and the recoverer's
 // grace, as if the crashed process were long gone.
-func pastGraceAndLease(clock *testClock, c *Coordinator, r *Recoverer) {
+func pastGraceAndLease(clock *storetest.Clock, c *Coordinator, r *Recoverer) {
 	clock.Advance(r.Grace + c.leaseTTL + 1e9)
 }
 
@@ -675,7 +676,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 
 // preparedOperation begins a create and runs its step, then abandons it past
 // every lease: an operation ready for complete_preparing.
-func preparedOperation(t *testing.T, st *sqlstore.Store, clock *testClock) string {
+func preparedOperation(t *testing.T, st *sqlstore.Store, clock *storetest.Clock) string {
 	t.Helper()
 	ctx := context.Background()
 	c := New(st, discardLogger(), clock.Now)

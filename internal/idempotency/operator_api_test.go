@@ -14,6 +14,7 @@ import (
 
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/store/storetest"
 )
 
 const stepKey101 = "github:gh-main:pull_request:101"
@@ -21,7 +22,7 @@ const stepKey101 = "github:gh-main:pull_request:101"
 // unknownStepOperation crashes a create at failpoint, lets every lease
 // expire and has a recoverer claim it (its running step becomes unknown)
 // without reconciling: the state an operator resolves.
-func unknownStepOperation(t *testing.T, st *sqlstore.Store, clock *testClock, failpoint string) (*Coordinator, string) {
+func unknownStepOperation(t *testing.T, st *sqlstore.Store, clock *storetest.Clock, failpoint string) (*Coordinator, string) {
 	t.Helper()
 	ctx := context.Background()
 	crashed := New(st, discardLogger(), clock.Now)
@@ -57,7 +58,7 @@ func linkedElsewhere(t *testing.T, c *Coordinator) store.Task {
 	return other.Task
 }
 
-func unownedRow(t *testing.T, st *sqlstore.Store, clock *testClock) {
+func unownedRow(t *testing.T, st *sqlstore.Store, clock *storetest.Clock) {
 	t.Helper()
 	if _, err := st.InsertAssociation(context.Background(), store.Association{Provider: "github", ConnectionID: "gh-main",
 		ContributionID: "101", ContributionKind: "pull_request", TaskID: "33333333-3333-4333-8333-333333333333",
@@ -89,7 +90,7 @@ func TestResolveTaskCreationStep(t *testing.T) {
 	tests := []struct {
 		name      string
 		failpoint string
-		setup     func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *testClock)
+		setup     func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *storetest.Clock)
 		effect    string
 		wantCode  int
 		wantState string // the step after a 200
@@ -100,16 +101,20 @@ func TestResolveTaskCreationStep(t *testing.T) {
 		{"no row proves absent_proven", FailAfterStepClaim, nil, "absent_proven", 200, store.StepFailed, store.OpAborted},
 		{"no row does not prove present", FailAfterStepClaim, nil, "present_exact", 409, "", ""},
 		{"a link operation's row proves absent_proven", FailAfterStepClaim,
-			func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *testClock) { linkedElsewhere(t, c) },
+			func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *storetest.Clock) { linkedElsewhere(t, c) },
 			"absent_proven", 200, store.StepFailed, store.OpAborted},
 		{"a link operation's row does not prove present", FailAfterStepClaim,
-			func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *testClock) { linkedElsewhere(t, c) },
+			func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *storetest.Clock) { linkedElsewhere(t, c) },
 			"present_exact", 409, "", ""},
 		{"an unowned row proves nothing (absent)", FailAfterStepClaim,
-			func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *testClock) { unownedRow(t, st, clock) },
+			func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *storetest.Clock) {
+				unownedRow(t, st, clock)
+			},
 			"absent_proven", 409, "", ""},
 		{"an unowned row proves nothing (present)", FailAfterStepClaim,
-			func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *testClock) { unownedRow(t, st, clock) },
+			func(t *testing.T, st *sqlstore.Store, c *Coordinator, clock *storetest.Clock) {
+				unownedRow(t, st, clock)
+			},
 			"present_exact", 409, "", ""},
 		{"unknown effect", FailAfterStepClaim, nil, "conflict", 400, "", ""},
 	}

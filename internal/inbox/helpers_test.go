@@ -16,6 +16,7 @@ import (
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/storetest"
 )
 
 // Fake provider: HMAC-SHA256 of the body in X-Fake-Signature.
@@ -216,26 +217,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// testClock is an injectable clock that moves only when told.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{now: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newTestClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), 0)
 }
 
 // failingWriter is a store whose inbox insert reports the database down.

@@ -35,7 +35,7 @@ func (s *notifyCounter) Notify(ctx context.Context, ch string) error {
 type operatorFixture struct {
 	st    *notifyCounter
 	h     http.Handler
-	clock *testClock
+	clock *storetest.Clock
 	all   []store.Delivery // newest first
 	// named deliveries
 	succeeded, failed, processing store.Delivery

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -64,29 +63,11 @@ func jiraConn() config.Connection {
 		OnClose: config.OnCloseArchive, OnMerge: config.OnCloseNone}
 }
 
-// clock is an injected clock that moves only when told.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // env is a real Applier over a real store, coordinator and task service.
 type env struct {
 	t     *testing.T
 	st    *sqlstore.Store
-	clock *clock
+	clock *storetest.Clock
 	coord *idempotency.Coordinator
 	svc   *tasks.Service
 	app   *Applier
@@ -116,7 +97,7 @@ func newEnv(t *testing.T, st *sqlstore.Store, conns ...config.Connection) *env {
 func newEnvWithReader(t *testing.T, st *sqlstore.Store, wrap func(Reader) Reader, conns ...config.Connection) *env {
 	t.Helper()
 	storetest.SeedWorkspace(t, st, testWorkspace)
-	e := &env{t: t, st: st, clock: &clock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}, conns: map[string]config.Connection{}}
+	e := &env{t: t, st: st, clock: storetest.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC), 0), conns: map[string]config.Connection{}}
 	for _, c := range conns {
 		e.conns[c.ID] = c
 	}

@@ -38,33 +38,6 @@ const (
 	glPath = "/api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1"
 )
 
-// clock is an injected clock that moves only when told.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// Set moves the clock to t (never backwards).
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.now) {
-		c.now = t
-	}
-}
-
 // reply is one scripted answer of the fake API.
 type reply struct {
 	status int
@@ -187,7 +160,7 @@ func ok(body string) reply { return reply{status: http.StatusOK, body: body} }
 type env struct {
 	t     *testing.T
 	st    *sqlstore.Store
-	clock *clock
+	clock *storetest.Clock
 	coord *idempotency.Coordinator
 	api   *fakeAPI
 	conns map[string]config.Connection
@@ -197,7 +170,7 @@ type env struct {
 func newEnv(t *testing.T, st *sqlstore.Store) *env {
 	t.Helper()
 	storetest.SeedWorkspace(t, st, testWorkspace)
-	e := &env{t: t, st: st, clock: &clock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}, api: newFakeAPI(t)}
+	e := &env{t: t, st: st, clock: storetest.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC), 0), api: newFakeAPI(t)}
 	e.conns = map[string]config.Connection{
 		"gh-main": {ID: "gh-main", Provider: "github", Host: "github.com", Workspace: testWorkspace, Step: "backlog",
 			APIToken: githubToken, APIBaseURL: e.api.srv.URL + "/"},

@@ -29,25 +29,6 @@ const (
 	otherToken = "other-bot-secret" // workspace "other" only
 )
 
-// testClock: every reading moves one microsecond forward; Advance jumps.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Microsecond)
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // logBuffer collects log output for assertions.
 type logBuffer struct {
 	mu  sync.Mutex
@@ -72,7 +53,7 @@ type env struct {
 	st    *sqlstore.Store
 	coord *idempotency.Coordinator
 	svc   *tasks.Service
-	clock *testClock
+	clock *storetest.Clock
 	srv   *httptest.Server
 	logs  *logBuffer
 }
@@ -103,7 +84,7 @@ func newEnvWith(t *testing.T, st *sqlstore.Store, opts envOptions) *env {
 			t.Fatalf("upsert token: %v", err)
 		}
 	}
-	e := &env{st: st, clock: &testClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, logs: &logBuffer{}}
+	e := &env{st: st, clock: storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), time.Microsecond), logs: &logBuffer{}}
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
 	var used store.Store = st
 	if opts.wrap != nil {
