@@ -35,6 +35,11 @@ type Provider struct {
 	// EventHeader carries the event name; empty when the provider sends
 	// none (Jira names the event in the body).
 	EventHeader string
+	// EventFromPayload names a delivery's event from its body alone, for a
+	// sender without the provider's headers (gateway send): the value of
+	// EventHeader, or for a provider without one the event the body names.
+	// ok is false when the body does not tell.
+	EventFromPayload func(body []byte) (event string, ok bool)
 	// SignatureHeader carries the signature or token Verify checks.
 	SignatureHeader string
 	// DeliveryKeyHeader carries the provider's delivery identity.
@@ -79,6 +84,7 @@ var registry = []Provider{
 		DefaultHost:       "github.com",
 		SecretEnv:         "GATEWAY_GITHUB_SECRET",
 		EventHeader:       github.HeaderEvent,
+		EventFromPayload:  github.EventFromPayload,
 		SignatureHeader:   github.HeaderSignature256,
 		DeliveryKeyHeader: github.HeaderDelivery,
 		Projection:        &Projection{Table: "github_task_prs", ContributionKind: connectors.KindPullRequest},
@@ -89,6 +95,7 @@ var registry = []Provider{
 		DefaultHost:       "gitlab.com",
 		SecretEnv:         "GATEWAY_GITLAB_SECRET",
 		EventHeader:       gitlab.HeaderEvent,
+		EventFromPayload:  gitlab.EventFromPayload,
 		SignatureHeader:   gitlab.HeaderToken,
 		DeliveryKeyHeader: gitlab.HeaderIdempotencyKey,
 		Projection:        &Projection{Table: "gitlab_task_mrs", ContributionKind: connectors.KindMergeRequest},
@@ -99,6 +106,7 @@ var registry = []Provider{
 		ZeroConfigHostEnv:         "GATEWAY_JIRA_SITE",
 		ZeroConfigPlaceholderHost: "jira.example.com",
 		SecretEnv:                 "GATEWAY_JIRA_SECRET",
+		EventFromPayload:          jira.EventFromPayload,
 		SignatureHeader:           jira.HeaderSignature,
 		DeliveryKeyHeader:         jira.HeaderIdentifier,
 	},

@@ -27,7 +27,7 @@ func TestEveryProviderIsComplete(t *testing.T) {
 	for _, p := range All() {
 		t.Run(p.Name, func(t *testing.T) {
 			t.Parallel()
-			if p.Name == "" || p.Adapter == nil || p.SecretEnv == "" || p.SignatureHeader == "" || p.DeliveryKeyHeader == "" {
+			if p.Name == "" || p.Adapter == nil || p.EventFromPayload == nil || p.SecretEnv == "" || p.SignatureHeader == "" || p.DeliveryKeyHeader == "" {
 				t.Fatalf("incomplete descriptor: %+v", p)
 			}
 			if got := p.Adapter.Provider(); got != p.Name {
