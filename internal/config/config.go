@@ -116,30 +116,51 @@ func Expand(text string, lookup func(string) (string, bool)) (string, error) {
 	return out, nil
 }
 
-// Load reads and validates a YAML file.
-func Load(path string) (Config, error) {
+// Load reads and validates a YAML file, expanding ${VAR} from the process
+// environment.
+func Load(path string) (Config, error) { return LoadEnv(path, os.LookupEnv) }
+
+// LoadEnv reads and validates a YAML file, expanding ${VAR} with lookup.
+// Errors name the file and, where the problem has a place in it, the line
+// ("config gateway.yaml: line 12: connection ...").
+func LoadEnv(path string, lookup func(string) (string, bool)) (Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(raw, os.LookupEnv)
+	return parse(raw, lookup, "config "+path)
 }
 
-// Parse expands variables and validates.
+// Parse expands variables and validates. Errors name the line where the
+// problem has a place in the text.
 func Parse(raw []byte, lookup func(string) (string, bool)) (Config, error) {
+	return parse(raw, lookup, "config")
+}
+
+// parse is Parse with label prefixing every error.
+func parse(raw []byte, lookup func(string) (string, bool), label string) (Config, error) {
 	text, err := Expand(string(raw), lookup)
 	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		return Config{}, fmt.Errorf("%s: %w", label, err)
 	}
 	var c Config
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	dec.KnownFields(true)
+	// yaml.v3's own errors carry their line ("yaml: line 3: ...").
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("config: %w", err)
+		return Config{}, fmt.Errorf("%s: %w", label, err)
 	}
 	c.applyDefaults()
 	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		// Validation runs on the decoded values, which have no position:
+		// the node tree of the same text gives the offending entry's line.
+		var root yaml.Node
+		if yaml.Unmarshal([]byte(text), &root) == nil {
+			if line := errorLine(&root, err); line > 0 {
+				return Config{}, fmt.Errorf("%s: line %d: %w", label, line, err)
+			}
+		}
+		return Config{}, fmt.Errorf("%s: %w", label, err)
 	}
 	if c.MaxInflightBodyBytes != "" {
 		if _, err := ParseByteSize(c.MaxInflightBodyBytes); err != nil {
@@ -297,15 +318,15 @@ func DefaultSteps() []Step {
 // Validate reports the first problem with the configuration.
 func (c *Config) Validate() error {
 	wsSteps := map[string]map[string]bool{}
-	for _, w := range c.Workspaces {
+	for i, w := range c.Workspaces {
 		if !slug.MatchString(w.ID) {
-			return fmt.Errorf("workspace id %q: must be a lower-case slug", w.ID)
+			return at("workspaces", i, "id", fmt.Errorf("workspace id %q: must be a lower-case slug", w.ID))
 		}
 		if wsSteps[w.ID] != nil {
-			return fmt.Errorf("workspace %q: defined twice", w.ID)
+			return at("workspaces", i, "id", fmt.Errorf("workspace %q: defined twice", w.ID))
 		}
 		if err := ValidateWorkspace(w); err != nil {
-			return fmt.Errorf("workspace %q: %w", w.ID, err)
+			return at("workspaces", i, "id", fmt.Errorf("workspace %q: %w", w.ID, err))
 		}
 		steps := map[string]bool{}
 		for _, s := range w.Steps {
@@ -314,58 +335,109 @@ func (c *Config) Validate() error {
 		wsSteps[w.ID] = steps
 	}
 	seen := map[string]bool{}
-	for _, cn := range c.Connections {
+	for i, cn := range c.Connections {
 		if !slug.MatchString(cn.ID) {
-			return fmt.Errorf("connection id %q: must be a lower-case slug", cn.ID)
+			return at("connections", i, "id", fmt.Errorf("connection id %q: must be a lower-case slug", cn.ID))
 		}
 		if seen[cn.ID] {
-			return fmt.Errorf("connection %q: defined twice", cn.ID)
+			return at("connections", i, "id", fmt.Errorf("connection %q: defined twice", cn.ID))
 		}
 		seen[cn.ID] = true
 		if _, ok := providers.Lookup(cn.Provider); !ok {
-			return fmt.Errorf("connection %q: provider %q must be %s", cn.ID, cn.Provider, providerChoices())
+			return at("connections", i, "provider", fmt.Errorf("connection %q: provider %q must be %s", cn.ID, cn.Provider, providerChoices()))
 		}
 		if cn.Host == "" {
-			return fmt.Errorf("connection %q: host is required for %s", cn.ID, cn.Provider)
+			return at("connections", i, "id", fmt.Errorf("connection %q: host is required for %s", cn.ID, cn.Provider))
 		}
 		steps, ok := wsSteps[cn.Workspace]
 		if !ok {
-			return fmt.Errorf("connection %q: unknown workspace %q", cn.ID, cn.Workspace)
+			return at("connections", i, "workspace", fmt.Errorf("connection %q: unknown workspace %q", cn.ID, cn.Workspace))
 		}
 		if !steps[cn.Step] {
-			return fmt.Errorf("connection %q: unknown step %q in workspace %q", cn.ID, cn.Step, cn.Workspace)
+			return at("connections", i, "step", fmt.Errorf("connection %q: unknown step %q in workspace %q", cn.ID, cn.Step, cn.Workspace))
 		}
 		if len(cn.SecretBytes()) == 0 {
-			return fmt.Errorf("connection %q: at least one non-empty secret is required (unsigned webhooks are never accepted)", cn.ID)
+			return at("connections", i, "secrets", fmt.Errorf("connection %q: at least one non-empty secret is required (unsigned webhooks are never accepted)", cn.ID))
 		}
 		switch cn.PullRequests {
 		case PullRequestsLinkOrCreate, PullRequestsLink, PullRequestsIgnore:
 		default:
-			return fmt.Errorf("connection %q: pull_requests %q must be link_or_create, link or ignore", cn.ID, cn.PullRequests)
+			return at("connections", i, "pull_requests", fmt.Errorf("connection %q: pull_requests %q must be link_or_create, link or ignore", cn.ID, cn.PullRequests))
 		}
 		if cn.OnClose != OnCloseArchive && cn.OnClose != OnCloseNone {
-			return fmt.Errorf("connection %q: on_close %q must be archive or none", cn.ID, cn.OnClose)
+			return at("connections", i, "on_close", fmt.Errorf("connection %q: on_close %q must be archive or none", cn.ID, cn.OnClose))
 		}
 		if cn.OnMerge != OnCloseArchive && cn.OnMerge != OnCloseNone {
-			return fmt.Errorf("connection %q: on_merge %q must be archive or none", cn.ID, cn.OnMerge)
+			return at("connections", i, "on_merge", fmt.Errorf("connection %q: on_merge %q must be archive or none", cn.ID, cn.OnMerge))
 		}
 	}
 	names := map[string]bool{}
-	for _, tk := range c.Tokens {
+	for i, tk := range c.Tokens {
 		if tk.Name == "" || tk.Name == AdminTokenName {
-			return fmt.Errorf("token name %q is reserved or empty", tk.Name)
+			return at("tokens", i, "name", fmt.Errorf("token name %q is reserved or empty", tk.Name))
 		}
 		if names[tk.Name] {
-			return fmt.Errorf("token %q: defined twice", tk.Name)
+			return at("tokens", i, "name", fmt.Errorf("token %q: defined twice", tk.Name))
 		}
 		names[tk.Name] = true
 		if !ValidToken(tk.Token) {
-			return fmt.Errorf("token %q: must be at least %d characters", tk.Name, MinTokenLength)
+			return at("tokens", i, "token", fmt.Errorf("token %q: must be at least %d characters", tk.Name, MinTokenLength))
 		}
 		for _, ws := range tk.Workspaces {
 			if wsSteps[ws] == nil {
-				return fmt.Errorf("token %q: unknown workspace %q", tk.Name, ws)
+				return at("tokens", i, "workspaces", fmt.Errorf("token %q: unknown workspace %q", tk.Name, ws))
 			}
+		}
+	}
+	return nil
+}
+
+// posError places a validation error in the file: the entry at index of a
+// top-level list (section), and the key of that entry at fault.
+type posError struct {
+	section string
+	index   int
+	key     string
+	err     error
+}
+
+func (e *posError) Error() string { return e.err.Error() }
+func (e *posError) Unwrap() error { return e.err }
+
+func at(section string, index int, key string, err error) error {
+	return &posError{section: section, index: index, key: key, err: err}
+}
+
+// errorLine is the line of the key (else the entry) err is about; 0 when
+// err has no place or root does not have it.
+func errorLine(root *yaml.Node, err error) int {
+	var pe *posError
+	if !errors.As(err, &pe) || root.Kind != yaml.DocumentNode || len(root.Content) == 0 {
+		return 0
+	}
+	list := mappingValue(root.Content[0], pe.section)
+	if list == nil || list.Kind != yaml.SequenceNode || pe.index >= len(list.Content) {
+		return 0
+	}
+	entry := list.Content[pe.index]
+	if entry.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(entry.Content); i += 2 {
+			if entry.Content[i].Value == pe.key {
+				return entry.Content[i].Line
+			}
+		}
+	}
+	return entry.Line
+}
+
+// mappingValue is the value of key in a mapping node, nil when absent.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
 		}
 	}
 	return nil

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -240,5 +242,100 @@ func TestDefaultIsOneConnectionPerProvider(t *testing.T) {
 	}
 	if jira, _ := c.Connection("jira"); jira.Host != "jira.example.com" {
 		t.Errorf("jira host without GATEWAY_JIRA_SITE = %q, want jira.example.com", jira.Host)
+	}
+}
+
+// A configuration error names the line of the entry at fault: yaml.v3's
+// syntax and type errors carry it, validation errors are placed on the key
+// of the connection, workspace or token they are about.
+func TestParseErrorLines(t *testing.T) {
+	t.Parallel()
+	const head = `workspaces:
+  - id: eng
+    steps:
+      - {id: backlog}
+connections:
+  - id: gh-main
+    provider: github
+    workspace: eng
+    secrets: ["s3cret"]
+`
+	tests := []struct {
+		name, text string
+		want       []string // substrings of the error
+	}{
+		{"syntax", head + "    host: github.com: x\n", []string{"line 10:", "mapping values"}},
+		{"unknown key", head + "    bogus: 1\n", []string{"line 10", "bogus"}},
+		{"unknown workspace", head + `  - id: gl-main
+    provider: gitlab
+    secrets: ["x"]
+    workspace: nowhere
+`, []string{"line 13:", `connection "gl-main": unknown workspace "nowhere"`}},
+		{"bad provider", head + `  - id: svn-main
+    workspace: eng
+    provider: svn
+    secrets: ["x"]
+`, []string{"line 12:", `provider "svn"`}},
+		{"connection defined twice", head + `  - id: gh-main
+    provider: github
+    workspace: eng
+    secrets: ["x"]
+`, []string{"line 10:", "defined twice"}},
+		{"no secret", head + `  - id: gh-other
+    provider: github
+    workspace: eng
+    secrets: [""]
+`, []string{"line 13:", "non-empty secret"}},
+		{"on_close", head + `    on_close: sometimes
+`, []string{"line 10:", "on_close"}},
+		{"workspace", `workspaces:
+  - id: eng
+  - id: Bad
+connections: []
+`, []string{"line 3:", `workspace id "Bad"`}},
+		{"token", head + `tokens:
+  - name: bot
+    token: "0123456789abcdef"
+    workspaces: [eng, ops]
+`, []string{"line 13:", `token "bot": unknown workspace "ops"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tt.text), env(nil))
+			if err == nil {
+				t.Fatalf("Parse succeeded, want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// LoadEnv names the file, and expands ${VAR} with the lookup it is given.
+func TestLoadEnvNamesTheFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	text := strings.Replace(valid, "workspace: eng", "workspace: ops", 1)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := env(map[string]string{"GH_SECRET": "s3cret", "GH_SECRET_OLD": "", "BOT_TOKEN": "0123456789abcdef"})
+	_, err := LoadEnv(path, vars)
+	if want := "config " + path + ": line 12: connection \"gh-main\": unknown workspace \"ops\""; err == nil || err.Error() != want {
+		t.Fatalf("LoadEnv error = %v, want %q", err, want)
+	}
+	if err := os.WriteFile(path, []byte(valid), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadEnv(path, vars)
+	if err != nil {
+		t.Fatalf("LoadEnv: %v", err)
+	}
+	if cn, _ := c.Connection("gh-main"); len(cn.Secrets) == 0 || cn.Secrets[0] != "s3cret" {
+		t.Fatalf("secrets = %q, want the lookup's s3cret first", cn.Secrets)
 	}
 }
