@@ -90,6 +90,19 @@ type DeliveryQueries interface {
 	// NextDeliveryDue returns the earliest next_attempt_at of a pending
 	// delivery, or zero when none.
 	NextDeliveryDue(ctx context.Context) (time.Time, error)
+	// DeliveryStats counts the deliveries per status and finds the oldest
+	// queued one, in one read (the metrics gauges; callers cache it).
+	DeliveryStats(ctx context.Context) (DeliveryStats, error)
+}
+
+// DeliveryStats is the inbox at one instant.
+type DeliveryStats struct {
+	// ByStatus holds the number of deliveries per status; a status
+	// without any is absent.
+	ByStatus map[string]int64
+	// OldestQueuedAt is the received_at of the oldest queued delivery;
+	// zero when none is queued.
+	OldestQueuedAt time.Time
 }
 
 // InsertedDelivery is the result of one InsertDeliveries input.

@@ -32,6 +32,7 @@ var areas = []struct {
 	{"associations", associationTests},
 	{"projection", projectionTests},
 	{"inbox", deliveryTests},
+	{"inbox statistics", deliveryStatsTests},
 	{"entity leases", leaseTests},
 	{"suppressions and aliases", suppressionTests},
 	{"migrations and transactions", storeTests},

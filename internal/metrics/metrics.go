@@ -1,0 +1,286 @@
+// Package metrics holds the gateway's Prometheus metrics (docs/design.md,
+// Operations: metrics). Each gateway builds its own registry, so tests make
+// fresh ones; every method is safe on a nil *Metrics, which records
+// nothing, so the packages that record need no checks of their own.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// Task actions (gateway_task_actions_total's action label). Anything a
+// processor reports outside them counts as "other", so the label set stays
+// bounded.
+var taskActions = []string{"create", "update", "archive", "unarchive", "delete", "link", "ignore", "suppress", "stale"}
+
+// latencyBuckets span a fast acknowledgement (a millisecond) to a provider's
+// timeout (GitHub waits 10 s).
+var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// processingBuckets span an immediate processing to a backlog of hours.
+var processingBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600}
+
+// Metrics are the gateway's metric families, registered on one registry.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	webhookRequests    *prometheus.CounterVec
+	webhookAck         *prometheus.HistogramVec
+	processing         *prometheus.HistogramVec
+	taskActions        *prometheus.CounterVec
+	recoveryActions    *prometheus.CounterVec
+	providerAPI        *prometheus.CounterVec
+	retentionDeleted   *prometheus.CounterVec
+	deliveries         *prometheus.GaugeVec
+	oldestQueuedSecond prometheus.Gauge
+}
+
+// New registers every family, and the Go runtime and process collectors, on
+// reg.
+func New(reg *prometheus.Registry) *Metrics {
+	m := &Metrics{
+		reg: reg,
+		webhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_webhook_requests_total",
+			Help: "Webhook requests answered, by connection and HTTP status code.",
+		}, []string{"connection", "code"}),
+		webhookAck: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gateway_webhook_ack_seconds",
+			Help:    "Time from a webhook's receipt to its 2xx, the delivery durably committed.",
+			Buckets: latencyBuckets,
+		}, []string{"connection"}),
+		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gateway_delivery_processing_seconds",
+			Help:    "Time from a delivery's receipt to its finished outcome (succeeded, ignored, suppressed, failed).",
+			Buckets: processingBuckets,
+		}, []string{"connection"}),
+		taskActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_task_actions_total",
+			Help: "Task actions taken by processed deliveries, by connection and action.",
+		}, []string{"connection", "action"}),
+		recoveryActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_recovery_actions_total",
+			Help: "Actions of creation recovery, by action.",
+		}, []string{"action"}),
+		providerAPI: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_provider_api_requests_total",
+			Help: "Requests to provider APIs (projection refreshes), by provider and HTTP status code (\"error\" when no answer came).",
+		}, []string{"provider", "code"}),
+		retentionDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_retention_deleted_total",
+			Help: "Rows deleted by retention, by kind.",
+		}, []string{"kind"}),
+		deliveries: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gateway_deliveries",
+			Help: "Deliveries in the inbox, by status (read at most once per refresh interval).",
+		}, []string{"status"}),
+		oldestQueuedSecond: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gateway_delivery_oldest_queued_seconds",
+			Help: "Age of the oldest queued delivery; 0 when none is queued (read at most once per refresh interval).",
+		}),
+	}
+	reg.MustRegister(m.webhookRequests, m.webhookAck, m.processing, m.taskActions, m.recoveryActions,
+		m.providerAPI, m.retentionDeleted, m.deliveries, m.oldestQueuedSecond,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, s := range statuses {
+		m.deliveries.WithLabelValues(s)
+	}
+	return m
+}
+
+// statuses are every delivery status: each is exported, zero when empty.
+var statuses = []string{store.DeliveryQueued, store.DeliveryProcessing, store.DeliveryRetrying,
+	store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed, store.DeliveryFailed}
+
+// ServeHTTP serves GET /metrics in the Prometheus text format.
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+// Registry is the registry the families are registered on.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// WebhookAnswered counts one webhook request answered with status code.
+// connection is "" for a connection the gateway does not know, so that
+// made-up URLs cannot grow the label set.
+func (m *Metrics) WebhookAnswered(connection string, code int) {
+	if m == nil {
+		return
+	}
+	if connection == "" {
+		connection = "unknown"
+	}
+	m.webhookRequests.WithLabelValues(connection, strconv.Itoa(code)).Inc()
+}
+
+// WebhookAcknowledged observes the time from receipt to the 2xx of a
+// committed delivery.
+func (m *Metrics) WebhookAcknowledged(connection string, received time.Time) {
+	if m == nil {
+		return
+	}
+	m.webhookAck.WithLabelValues(connection).Observe(time.Since(received).Seconds())
+}
+
+// DeliveryFinished records a delivery that reached a final status:
+// processing time since its receipt, and the task action it took (a failed
+// delivery took none).
+func (m *Metrics) DeliveryFinished(d store.Delivery, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.processing.WithLabelValues(d.ConnectionID).Observe(max(now.Sub(d.ReceivedAt).Seconds(), 0))
+	if action := TaskAction(d); action != "" {
+		m.taskActions.WithLabelValues(d.ConnectionID, action).Inc()
+	}
+}
+
+// TaskAction is the action label of a finished delivery: ignore and
+// suppress from its status, stale for an update skipped as older than the
+// last applied one, else the outcome's action (close and reopen archive and
+// unarchive; an alias links). "" for a failed delivery.
+func TaskAction(d store.Delivery) string {
+	switch d.Status {
+	case store.DeliveryIgnored:
+		return "ignore"
+	case store.DeliverySuppressed:
+		return "suppress"
+	case store.DeliverySucceeded:
+	default:
+		return ""
+	}
+	// The applier reports a skipped stale update in its result text only.
+	if strings.HasPrefix(d.OutcomeResult, "stale ") {
+		return "stale"
+	}
+	switch a := d.OutcomeAction; a {
+	case "close":
+		return "archive"
+	case "reopen":
+		return "unarchive"
+	case "alias", "transfer":
+		return "link"
+	default:
+		for _, known := range taskActions {
+			if a == known {
+				return a
+			}
+		}
+		return "other"
+	}
+}
+
+// RecoveryAction counts one action of creation recovery.
+func (m *Metrics) RecoveryAction(action string) {
+	if m == nil {
+		return
+	}
+	m.recoveryActions.WithLabelValues(action).Inc()
+}
+
+// ProviderAPIRequest counts one request to a provider's API; code 0 means
+// no answer came (a network error), counted as "error".
+func (m *Metrics) ProviderAPIRequest(provider string, code int) {
+	if m == nil {
+		return
+	}
+	label := "error"
+	if code > 0 {
+		label = strconv.Itoa(code)
+	}
+	m.providerAPI.WithLabelValues(provider, label).Inc()
+}
+
+// RetentionDeleted counts n rows of kind deleted by retention.
+func (m *Metrics) RetentionDeleted(kind string, n int64) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.retentionDeleted.WithLabelValues(kind).Add(float64(n))
+}
+
+// StatsReader reads the inbox statistics (store.Store does).
+type StatsReader interface {
+	DeliveryStats(ctx context.Context) (store.DeliveryStats, error)
+}
+
+// DefaultStatsInterval is how often, at most, the inbox gauges read the
+// database.
+const DefaultStatsInterval = 15 * time.Second
+
+// statsTimeout bounds one read of the inbox statistics.
+const statsTimeout = 5 * time.Second
+
+// Inbox keeps the inbox gauges (gateway_deliveries,
+// gateway_delivery_oldest_queued_seconds) current. Counting the inbox reads
+// the whole table, so it is not done per scrape: Run reads it once an
+// interval and the gauges serve that reading, whatever the scrape rate.
+type Inbox struct {
+	m        *Metrics
+	st       StatsReader
+	now      func() time.Time
+	interval time.Duration
+}
+
+// NewInbox returns the gauges' refresher; interval <= 0 takes
+// DefaultStatsInterval.
+func NewInbox(m *Metrics, st StatsReader, now func() time.Time, interval time.Duration) *Inbox {
+	if interval <= 0 {
+		interval = DefaultStatsInterval
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Inbox{m: m, st: st, now: now, interval: interval}
+}
+
+// Run refreshes the gauges once an interval until ctx ends. A failed read
+// keeps the last values (the scrape still answers; the next read retries).
+func (in *Inbox) Run(ctx context.Context) {
+	t := time.NewTicker(in.interval)
+	defer t.Stop()
+	for {
+		_ = in.Refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh reads the statistics once and sets the gauges.
+func (in *Inbox) Refresh(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	stats, err := in.st.DeliveryStats(ctx)
+	if err != nil {
+		return err
+	}
+	in.set(stats)
+	return nil
+}
+
+func (in *Inbox) set(stats store.DeliveryStats) {
+	if in.m == nil {
+		return
+	}
+	for _, s := range statuses {
+		in.m.deliveries.WithLabelValues(s).Set(float64(stats.ByStatus[s]))
+	}
+	age := 0.0
+	if !stats.OldestQueuedAt.IsZero() {
+		age = max(in.now().Sub(stats.OldestQueuedAt).Seconds(), 0)
+	}
+	in.m.oldestQueuedSecond.Set(age)
+}

@@ -1,0 +1,182 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// fakeStats counts its reads and answers stats or err.
+type fakeStats struct {
+	reads atomic.Int64
+	stats store.DeliveryStats
+	err   error
+}
+
+func (f *fakeStats) DeliveryStats(context.Context) (store.DeliveryStats, error) {
+	f.reads.Add(1)
+	return f.stats, f.err
+}
+
+func TestInboxGaugesServeTheCachedReading(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m := New(prometheus.NewRegistry())
+	st := &fakeStats{stats: store.DeliveryStats{
+		ByStatus:       map[string]int64{store.DeliveryQueued: 3, store.DeliverySucceeded: 7},
+		OldestQueuedAt: now.Add(-90 * time.Second),
+	}}
+	in := NewInbox(m, st, func() time.Time { return now }, time.Hour)
+	if err := in.Refresh(context.Background()); err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	// Scrapes read the gauges, never the database.
+	for range 5 {
+		if _, err := m.Registry().Gather(); err != nil {
+			t.Fatalf("gather: %v", err)
+		}
+	}
+	if got := st.reads.Load(); got != 1 {
+		t.Errorf("database reads after 5 scrapes = %d, want 1", got)
+	}
+	for _, tc := range []struct {
+		status string
+		want   float64
+	}{{store.DeliveryQueued, 3}, {store.DeliverySucceeded, 7}, {store.DeliveryFailed, 0}} {
+		if got := value(t, m, "gateway_deliveries", "status", tc.status); got != tc.want {
+			t.Errorf("gateway_deliveries{status=%q} = %v, want %v", tc.status, got, tc.want)
+		}
+	}
+	if got := value(t, m, "gateway_delivery_oldest_queued_seconds"); got != 90 {
+		t.Errorf("oldest queued seconds = %v, want 90", got)
+	}
+
+	// A failed read keeps the last values.
+	st.err = errors.New("database down")
+	if err := in.Refresh(context.Background()); err == nil {
+		t.Fatal("refresh with a failing store: no error")
+	}
+	if got := value(t, m, "gateway_deliveries", "status", store.DeliveryQueued); got != 3 {
+		t.Errorf("queued after a failed read = %v, want 3 (the last reading)", got)
+	}
+}
+
+func TestInboxRunReadsOnceAnInterval(t *testing.T) {
+	t.Parallel()
+	st := &fakeStats{stats: store.DeliveryStats{ByStatus: map[string]int64{}}}
+	in := NewInbox(New(prometheus.NewRegistry()), st, nil, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { in.Run(ctx); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for st.reads.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	// An hour's interval: the read at start, and no other.
+	if got := st.reads.Load(); got != 1 {
+		t.Errorf("reads = %d, want 1", got)
+	}
+}
+
+func TestTaskAction(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status, action, result string
+		want                   string
+	}{
+		{store.DeliverySucceeded, "create", "", "create"},
+		{store.DeliverySucceeded, "update", "updated to revision 2", "update"},
+		{store.DeliverySucceeded, "update", "stale update skipped (older than the last applied event)", "stale"},
+		{store.DeliverySucceeded, "archive", "", "archive"},
+		{store.DeliverySucceeded, "close", "", "archive"},
+		{store.DeliverySucceeded, "reopen", "", "unarchive"},
+		{store.DeliverySucceeded, "alias", "", "link"},
+		{store.DeliverySucceeded, "link", "", "link"},
+		{store.DeliverySucceeded, "delete", "", "delete"},
+		{store.DeliverySucceeded, "made-up", "", "other"},
+		{store.DeliveryIgnored, "ignore", "", "ignore"},
+		{store.DeliverySuppressed, "update", "", "suppress"},
+		{store.DeliveryFailed, "create", "", ""},
+	} {
+		d := store.Delivery{Status: tc.status, OutcomeAction: tc.action, OutcomeResult: tc.result}
+		if got := TaskAction(d); got != tc.want {
+			t.Errorf("TaskAction(%s, %q, %q) = %q, want %q", tc.status, tc.action, tc.result, got, tc.want)
+		}
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	t.Parallel()
+	var m *Metrics
+	m.WebhookAnswered("gh", 202)
+	m.WebhookAcknowledged("gh", time.Now())
+	m.DeliveryFinished(store.Delivery{Status: store.DeliverySucceeded}, time.Now())
+	m.RecoveryAction("resume")
+	m.ProviderAPIRequest("github", 200)
+	m.RetentionDeleted("deliveries", 3)
+}
+
+func TestCounters(t *testing.T) {
+	t.Parallel()
+	m := New(prometheus.NewRegistry())
+	m.WebhookAnswered("gh", 202)
+	m.WebhookAnswered("", 404)
+	m.RetentionDeleted("deliveries", 3)
+	m.RetentionDeleted("deliveries", 0)
+	m.ProviderAPIRequest("github", 0)
+	for _, tc := range []struct {
+		family string
+		labels []string
+		want   float64
+	}{
+		{"gateway_webhook_requests_total", []string{"connection", "gh", "code", "202"}, 1},
+		{"gateway_webhook_requests_total", []string{"connection", "unknown", "code", "404"}, 1},
+		{"gateway_retention_deleted_total", []string{"kind", "deliveries"}, 3},
+		{"gateway_provider_api_requests_total", []string{"provider", "github", "code", "error"}, 1},
+	} {
+		if got := value(t, m, tc.family, tc.labels...); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.family, tc.labels, got, tc.want)
+		}
+	}
+}
+
+// value gathers m and returns the counter or gauge of family whose labels
+// include the name/value pairs given; it fails the test when none matches.
+func value(t *testing.T, m *Metrics, family string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != family {
+			continue
+		}
+	metrics:
+		for _, mt := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range mt.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue metrics
+				}
+			}
+			if mt.GetCounter() != nil {
+				return mt.GetCounter().GetValue()
+			}
+			return mt.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s%v: not gathered", family, labels)
+	return 0
+}
