@@ -47,14 +47,44 @@ type Delivery struct {
 	OutcomeResult     string
 }
 
-// DeliveryFilter selects a page of deliveries, newest first.
+// DeliveryFilter selects a page of deliveries, newest first. Empty fields
+// do not filter; set ones all apply.
 type DeliveryFilter struct {
 	Status       string
 	ConnectionID string
+	Event        string
+	// ReceivedAfter and ReceivedBefore bound received_at (inclusive).
+	ReceivedAfter  time.Time
+	ReceivedBefore time.Time
+	// ErrorContains matches a substring of last_error, ignoring case.
+	ErrorContains string
+	// ExternalID matches the outcome's external ID.
+	ExternalID string
 	// Before is the (received_at, id) of the last delivery of the previous page.
 	BeforeReceivedAt time.Time
 	BeforeID         string
 	Limit            int
+}
+
+// BulkRequeue is a bulk replay: the newest Max deliveries Filter matches
+// (its Limit and Before are not used) are requeued as RequeueDelivery
+// requeues one, unless DryRun.
+type BulkRequeue struct {
+	Filter DeliveryFilter
+	Max    int
+	// Show is how many of the matched deliveries the result lists.
+	Show   int
+	DryRun bool
+	Now    time.Time
+}
+
+// BulkRequeueResult counts a bulk replay: Matched = Requeued + Skipped (the
+// deliveries that had not finished). In a dry run Requeued counts the
+// deliveries that would be requeued. Shown are the first matched
+// deliveries, newest first, as they stand after the replay.
+type BulkRequeueResult struct {
+	Matched, Requeued, Skipped int
+	Shown                      []Delivery
 }
 
 // DeliveryQueries is the inbox.
@@ -87,6 +117,9 @@ type DeliveryQueries interface {
 	// the delivery exists but has not finished; ErrNotFound when it does not
 	// exist.
 	RequeueDelivery(ctx context.Context, id string, now time.Time) (d Delivery, requeued bool, err error)
+	// RequeueDeliveries is RequeueDelivery for every delivery a filter
+	// matches, with the same guard in each UPDATE, in batches.
+	RequeueDeliveries(ctx context.Context, r BulkRequeue) (BulkRequeueResult, error)
 	// NextDeliveryDue returns the earliest next_attempt_at of a pending
 	// delivery, or zero when none.
 	NextDeliveryDue(ctx context.Context) (time.Time, error)

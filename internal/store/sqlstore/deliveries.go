@@ -148,11 +148,13 @@ func (q queries) GetDelivery(ctx context.Context, id string) (store.Delivery, er
 	return d, q.wrap("get delivery", err)
 }
 
-func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, error) {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
+// deliveryWhere renders a filter's predicates, numbering arguments from
+// those already in args. Each filter has an index ending in (received_at,
+// id) (migration 00008), so a page reads matching rows newest first and
+// stops when it is full. error_contains has none a B-tree could give: it
+// walks the partial index of rows holding an error, newest first.
+func deliveryWhere(f store.DeliveryFilter, args []any) ([]string, []any) {
 	var where []string
-	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
@@ -163,15 +165,50 @@ func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]
 	if f.ConnectionID != "" {
 		where = append(where, "connection_id = "+arg(f.ConnectionID))
 	}
-	if f.BeforeID != "" {
-		t, id := arg(f.BeforeReceivedAt), arg(f.BeforeID)
-		where = append(where, fmt.Sprintf("(received_at < %s OR (received_at = %s AND id < %s))", t, t, id))
+	if f.Event != "" {
+		where = append(where, "event = "+arg(f.Event))
 	}
-	query := `SELECT ` + deliverySummaryColumns + ` FROM deliveries`
+	if f.ExternalID != "" {
+		where = append(where, "outcome_external_id = "+arg(f.ExternalID))
+	}
+	if !f.ReceivedAfter.IsZero() {
+		where = append(where, "received_at >= "+arg(f.ReceivedAfter))
+	}
+	if !f.ReceivedBefore.IsZero() {
+		where = append(where, "received_at <= "+arg(f.ReceivedBefore))
+	}
+	if f.ErrorContains != "" {
+		// LIKE with the pattern's own wildcards escaped; LOWER on both sides
+		// so each database folds case the same way for both.
+		where = append(where, "last_error IS NOT NULL",
+			`LOWER(last_error) LIKE LOWER(`+arg("%"+likeEscaper.Replace(f.ErrorContains)+"%")+`) ESCAPE '\'`)
+	}
+	if f.BeforeID != "" {
+		// The redundant bound is what both planners turn into an index
+		// range: the OR alone would be a filter over every newer row.
+		t, id := arg(f.BeforeReceivedAt), arg(f.BeforeID)
+		where = append(where, fmt.Sprintf("received_at <= %s AND (received_at < %s OR (received_at = %s AND id < %s))", t, t, t, id))
+	}
+	return where, args
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// deliveryPage is the query of one page of f, newest first.
+func deliveryPage(columns string, f store.DeliveryFilter) (string, []any) {
+	where, args := deliveryWhere(f, nil)
+	query := `SELECT ` + columns + ` FROM deliveries`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY received_at DESC, id DESC LIMIT ` + arg(f.Limit)
+	args = append(args, f.Limit)
+	return query + fmt.Sprintf(` ORDER BY received_at DESC, id DESC LIMIT $%d`, len(args)), args
+}
+
+func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) ([]store.Delivery, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	query, args := deliveryPage(deliverySummaryColumns, f)
 	rows, err := q.ex.Query(ctx, query, args...)
 	if err != nil {
 		return nil, q.wrap("list deliveries", err)
@@ -299,21 +336,24 @@ func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner str
 	return err
 }
 
-// RequeueDelivery guards on a finished status in the UPDATE's own predicate:
-// a worker's claim and the replay then serialize on the row (PostgreSQL
-// re-checks the predicate once the claim's row lock is released; SQLite has
-// one writer), so the one that comes second sees the other's status.
+// requeueDeliveries is the replay UPDATE, of one delivery or of a batch:
+// it guards on a finished status in its own predicate, so a worker's claim
+// and the replay serialize on the row (PostgreSQL re-checks the predicate
+// once the claim's row lock is released; SQLite has one writer), and the
+// one that comes second sees the other's status. $1 is now; the caller
+// appends the ids it selects.
+const requeueDeliveries = `UPDATE deliveries SET status = 'queued', attempts = 0, last_error = NULL,
+	next_attempt_at = $1, lease_owner = NULL, lease_expires_at = NULL, processed_at = NULL,
+	outcome_task_id = NULL, outcome_external_id = NULL, outcome_action = NULL, outcome_result = NULL
+	WHERE status IN ('succeeded', 'ignored', 'suppressed', 'failed') AND `
+
 func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) (store.Delivery, bool, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	if _, err := uuid.Parse(id); err != nil {
 		return store.Delivery{}, false, fmt.Errorf("requeue delivery: %w", store.ErrNotFound)
 	}
-	d, err := scanDelivery(q.ex.QueryRow(ctx, `UPDATE deliveries SET status = 'queued', attempts = 0, last_error = NULL,
-		next_attempt_at = $2, lease_owner = NULL, lease_expires_at = NULL, processed_at = NULL,
-		outcome_task_id = NULL, outcome_external_id = NULL, outcome_action = NULL, outcome_result = NULL
-		WHERE id = $1 AND status IN ('succeeded', 'ignored', 'suppressed', 'failed')
-		RETURNING `+deliverySummaryColumns, id, now), false)
+	d, err := scanDelivery(q.ex.QueryRow(ctx, requeueDeliveries+`id = $2 RETURNING `+deliverySummaryColumns, now, id), false)
 	if err == nil {
 		return d, true, nil
 	}
@@ -325,6 +365,138 @@ func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) 
 	return d, false, q.wrap("requeue delivery", err)
 }
 
+// requeueBatch bounds the deliveries one statement of a bulk replay reads
+// and requeues: each batch is its own short transaction, so ingest and
+// workers interleave with a long replay instead of waiting for all of it.
+const requeueBatch = 1000
+
+// RequeueDeliveries pages through the matching deliveries newest first
+// (keyset, as the list does) and requeues each page's finished ones with
+// one UPDATE under RequeueDelivery's guard: a delivery a worker claimed
+// after the page was read is not finished any more and is skipped.
+func (q queries) RequeueDeliveries(ctx context.Context, r store.BulkRequeue) (store.BulkRequeueResult, error) {
+	var res store.BulkRequeueResult
+	f := r.Filter
+	f.BeforeID, f.BeforeReceivedAt = "", time.Time{}
+	var shown []string
+	for res.Matched < r.Max {
+		f.Limit = min(requeueBatch, r.Max-res.Matched)
+		ids, statuses, last, err := q.matchPage(ctx, f)
+		if err != nil {
+			return res, err
+		}
+		res.Matched += len(ids)
+		for _, id := range ids[:min(len(ids), r.Show-len(shown))] {
+			shown = append(shown, id)
+		}
+		var finished []string
+		for i, id := range ids {
+			if isFinished(statuses[i]) {
+				finished = append(finished, id)
+			}
+		}
+		if r.DryRun {
+			res.Requeued += len(finished)
+		} else if len(finished) > 0 {
+			n, err := q.requeueIDs(ctx, r.Now, finished)
+			if err != nil {
+				return res, err
+			}
+			res.Requeued += n
+		}
+		if len(ids) < f.Limit {
+			break
+		}
+		f.BeforeReceivedAt, f.BeforeID = last.ReceivedAt, last.ID
+	}
+	res.Skipped = res.Matched - res.Requeued
+	var err error
+	res.Shown, err = q.deliveriesByID(ctx, shown)
+	return res, err
+}
+
+func isFinished(status string) bool {
+	switch status {
+	case store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed, store.DeliveryFailed:
+		return true
+	}
+	return false
+}
+
+// matchPage reads the ids and statuses of one page of f, and its last row.
+func (q queries) matchPage(ctx context.Context, f store.DeliveryFilter) ([]string, []string, store.Delivery, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var last store.Delivery
+	query, args := deliveryPage(`id, status, received_at`, f)
+	rows, err := q.ex.Query(ctx, query, args...)
+	if err != nil {
+		return nil, nil, last, q.wrap("match deliveries", err)
+	}
+	defer rows.Close()
+	var ids, statuses []string
+	for rows.Next() {
+		var status string
+		if err := rows.Scan(&last.ID, &status, &last.ReceivedAt); err != nil {
+			return nil, nil, last, q.wrap("scan matched delivery", err)
+		}
+		ids, statuses = append(ids, last.ID), append(statuses, status)
+	}
+	return ids, statuses, last, q.wrap("match deliveries", rows.Err())
+}
+
+// requeueIDs requeues the finished deliveries among ids in one statement.
+func (q queries) requeueIDs(ctx context.Context, now time.Time, ids []string) (int, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, now)
+	marks := make([]string, len(ids))
+	for i, id := range ids {
+		args = append(args, id)
+		marks[i] = fmt.Sprintf("$%d", i+2)
+	}
+	n, err := q.ex.Exec(ctx, requeueDeliveries+`id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	return int(n), q.wrap("requeue deliveries", err)
+}
+
+// deliveriesByID reads the summaries of ids, in the order given.
+func (q queries) deliveriesByID(ctx context.Context, ids []string) ([]store.Delivery, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	args := make([]any, len(ids))
+	marks := make([]string, len(ids))
+	for i, id := range ids {
+		args[i], marks[i] = id, fmt.Sprintf("$%d", i+1)
+	}
+	rows, err := q.ex.Query(ctx, `SELECT `+deliverySummaryColumns+` FROM deliveries WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	if err != nil {
+		return nil, q.wrap("read deliveries", err)
+	}
+	defer rows.Close()
+	byID := make(map[string]store.Delivery, len(ids))
+	for rows.Next() {
+		d, err := scanDelivery(rows, false)
+		if err != nil {
+			return nil, q.wrap("scan delivery", err)
+		}
+		byID[d.ID] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, q.wrap("read deliveries", err)
+	}
+	out := make([]store.Delivery, 0, len(ids))
+	for _, id := range ids {
+		if d, ok := byID[id]; ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
 func (q queries) NextDeliveryDue(ctx context.Context) (time.Time, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
@@ -334,4 +506,10 @@ func (q queries) NextDeliveryDue(ctx context.Context) (time.Time, error) {
 		return time.Time{}, q.wrap("next delivery due", err)
 	}
 	return *t, nil
+}
+
+// DeliveryPageQuery is the statement ListDeliveries runs for f, for tests
+// and benchmarks that look at its plan.
+func DeliveryPageQuery(f store.DeliveryFilter) (string, []any) {
+	return deliveryPage(deliverySummaryColumns, f)
 }

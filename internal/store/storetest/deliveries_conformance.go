@@ -25,6 +25,11 @@ var deliveryTests = []contractTest{
 	{name: "delivery bodies are stored encoded and read as received", driver: testDeliveryBodies},
 	{name: "only a finished delivery is requeued", fn: testRequeueGuard},
 	{name: "the next delivery due", fn: testNextDeliveryDue},
+	{name: "deliveries filtered alone and combined, paged stably", fn: testDeliveryFilters},
+	{name: "bulk requeue of filtered deliveries", fn: testRequeueDeliveries},
+	// The plan is beneath the contract: each filter must be served by an
+	// index in the list's order, or a page costs a scan of the inbox.
+	{name: "each delivery filter is served by an index", driver: testDeliveryFilterPlans},
 }
 
 func testInbox(t *testing.T, s store.Store) {
@@ -305,4 +310,359 @@ func testNextDeliveryDue(t *testing.T, s store.Store) {
 	d.Status = store.DeliveryFailed
 	must(t, s.FinishDelivery(ctx, d, "w"))
 	check("all finished", time.Time{})
+}
+
+// filterSeed is one delivery of the filter tests.
+type filterSeed struct {
+	conn, event, status, lastError, externalID string
+	at                                         time.Duration
+}
+
+// filterSeeds: pairs share received_at (the id breaks the tie), every
+// status, errors of two kinds and outcomes of two external IDs.
+var filterSeeds = []filterSeed{
+	{"gh", "issues", store.DeliverySucceeded, "", "github:x:issue:1", 0},
+	{"gh", "issues", store.DeliveryFailed, "Malformed payload at line 3", "", 0},
+	{"gl", "push", store.DeliveryIgnored, "", "", time.Minute},
+	{"gh", "pull_request", store.DeliverySucceeded, "", "github:x:issue:2", time.Minute},
+	{"gl", "issues", store.DeliveryFailed, "provider 100% unavailable_now", "", 2 * time.Minute},
+	{"gh", "issues", store.DeliverySuppressed, "", "github:x:issue:1", 2 * time.Minute},
+	{"gh", "issues", store.DeliveryRetrying, "provider unavailable: 503", "", 3 * time.Minute},
+	{"gl", "push", store.DeliveryFailed, "malformed JSON", "", 3 * time.Minute},
+	{"gh", "issues", store.DeliveryProcessing, "", "", 4 * time.Minute},
+	{"gl", "issues", store.DeliveryQueued, "", "", 5 * time.Minute},
+	{"gh", "pull_request", store.DeliveryQueued, "", "", 5 * time.Minute},
+}
+
+// seedFilterDeliveries stores filterSeeds, takes each to its status through
+// the inbox's own statements, and returns them as stored, newest first.
+func seedFilterDeliveries(t testing.TB, s store.Store) []store.Delivery {
+	t.Helper()
+	ctx := context.Background()
+	var ds []store.Delivery
+	for i, sd := range filterSeeds {
+		if sd.status == store.DeliveryQueued {
+			continue
+		}
+		ds = append(ds, store.Delivery{ConnectionID: sd.conn, Provider: "github", Event: sd.event,
+			DeliveryKey: "f" + strconv.Itoa(i), Headers: `{}`, Body: []byte(`{}`), ReceivedAt: epoch.Add(sd.at)})
+	}
+	_, err := s.InsertDeliveries(ctx, ds)
+	must(t, err)
+	claimed, err := s.ClaimDeliveries(ctx, "w", epoch.Add(time.Hour), 10*time.Minute, len(ds))
+	must(t, err)
+	if len(claimed) != len(ds) {
+		t.Fatalf("claimed %d, want %d", len(claimed), len(ds))
+	}
+	for _, d := range claimed {
+		i, _ := strconv.Atoi(strings.TrimPrefix(d.DeliveryKey, "f"))
+		sd := filterSeeds[i]
+		if sd.status == store.DeliveryProcessing {
+			continue
+		}
+		done := epoch.Add(time.Hour)
+		d.Status, d.LastError, d.OutcomeExternalID, d.ProcessedAt, d.NextAttemptAt = sd.status, sd.lastError, sd.externalID, &done, done
+		if sd.externalID != "" {
+			d.OutcomeTaskID, d.OutcomeAction, d.OutcomeResult = uuid.NewString(), "create", "created"
+		}
+		if sd.status == store.DeliveryRetrying {
+			d.ProcessedAt, d.NextAttemptAt = nil, epoch.Add(2*time.Hour)
+		}
+		must(t, s.FinishDelivery(ctx, d, "w"))
+	}
+	ds = ds[:0]
+	for i, sd := range filterSeeds {
+		if sd.status == store.DeliveryQueued {
+			ds = append(ds, store.Delivery{ConnectionID: sd.conn, Provider: "github", Event: sd.event,
+				DeliveryKey: "f" + strconv.Itoa(i), Headers: `{}`, Body: []byte(`{}`), ReceivedAt: epoch.Add(sd.at)})
+		}
+	}
+	_, err = s.InsertDeliveries(ctx, ds)
+	must(t, err)
+	all, err := s.ListDeliveries(ctx, store.DeliveryFilter{Limit: 100})
+	must(t, err)
+	if len(all) != len(filterSeeds) {
+		t.Fatalf("stored %d deliveries, want %d", len(all), len(filterSeeds))
+	}
+	return all
+}
+
+// filterCases are filters alone and combined, with the reference predicate
+// each must equal.
+func filterCases() []struct {
+	name string
+	f    store.DeliveryFilter
+	want func(store.Delivery) bool
+} {
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	return []struct {
+		name string
+		f    store.DeliveryFilter
+		want func(store.Delivery) bool
+	}{
+		{"none", store.DeliveryFilter{}, func(store.Delivery) bool { return true }},
+		{"status", store.DeliveryFilter{Status: store.DeliveryFailed}, func(d store.Delivery) bool { return d.Status == store.DeliveryFailed }},
+		{"status without a match", store.DeliveryFilter{Status: "no-such-status"}, func(store.Delivery) bool { return false }},
+		{"connection", store.DeliveryFilter{ConnectionID: "gl"}, func(d store.Delivery) bool { return d.ConnectionID == "gl" }},
+		{"event", store.DeliveryFilter{Event: "issues"}, func(d store.Delivery) bool { return d.Event == "issues" }},
+		{"received after (inclusive)", store.DeliveryFilter{ReceivedAfter: at(2 * time.Minute)},
+			func(d store.Delivery) bool { return !d.ReceivedAt.Before(at(2 * time.Minute)) }},
+		{"received before (inclusive)", store.DeliveryFilter{ReceivedBefore: at(time.Minute)},
+			func(d store.Delivery) bool { return !d.ReceivedAt.After(at(time.Minute)) }},
+		{"received between", store.DeliveryFilter{ReceivedAfter: at(time.Minute), ReceivedBefore: at(3 * time.Minute)},
+			func(d store.Delivery) bool {
+				return !d.ReceivedAt.Before(at(time.Minute)) && !d.ReceivedAt.After(at(3*time.Minute))
+			}},
+		{"error contains, any case", store.DeliveryFilter{ErrorContains: "MALFORMED"},
+			func(d store.Delivery) bool { return strings.Contains(strings.ToLower(d.LastError), "malformed") }},
+		{"error contains LIKE wildcards literally", store.DeliveryFilter{ErrorContains: "100% unavailable_"},
+			func(d store.Delivery) bool { return strings.Contains(d.LastError, "100% unavailable_") }},
+		{"error contains a wildcard only", store.DeliveryFilter{ErrorContains: "_"},
+			func(d store.Delivery) bool { return strings.Contains(d.LastError, "_") }},
+		{"external id", store.DeliveryFilter{ExternalID: "github:x:issue:1"},
+			func(d store.Delivery) bool { return d.OutcomeExternalID == "github:x:issue:1" }},
+		{"status and connection", store.DeliveryFilter{Status: store.DeliveryFailed, ConnectionID: "gl"},
+			func(d store.Delivery) bool { return d.Status == store.DeliveryFailed && d.ConnectionID == "gl" }},
+		{"every filter", store.DeliveryFilter{Status: store.DeliveryFailed, ConnectionID: "gl", Event: "issues",
+			ReceivedAfter: at(time.Minute), ReceivedBefore: at(2 * time.Minute), ErrorContains: "unavailable"},
+			func(d store.Delivery) bool { return d.DeliveryKey == "f4" }},
+		{"connection, event and external id", store.DeliveryFilter{ConnectionID: "gh", Event: "issues", ExternalID: "github:x:issue:1"},
+			func(d store.Delivery) bool {
+				return d.ConnectionID == "gh" && d.Event == "issues" && d.OutcomeExternalID == "github:x:issue:1"
+			}},
+	}
+}
+
+// testDeliveryFilters: each filter alone and combined answers exactly the
+// deliveries its predicate holds for, newest first, and paging through it
+// with any page size yields the same list once.
+func testDeliveryFilters(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	all := seedFilterDeliveries(t, s)
+	for _, tc := range filterCases() {
+		var want []string
+		for _, d := range all {
+			if tc.want(d) {
+				want = append(want, d.ID)
+			}
+		}
+		for _, limit := range []int{1, 2, 3, 100} {
+			f := tc.f
+			f.Limit = limit
+			var got []string
+			for pages := 0; ; pages++ {
+				page, err := s.ListDeliveries(ctx, f)
+				must(t, err)
+				for _, d := range page {
+					got = append(got, d.ID)
+				}
+				if len(page) < limit || pages > len(all) {
+					break
+				}
+				last := page[len(page)-1]
+				f.BeforeReceivedAt, f.BeforeID = last.ReceivedAt, last.ID
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, pages of %d: got %v, want %v", tc.name, limit, got, want)
+			}
+		}
+	}
+	// The first case checks the order itself: newest first, id descending.
+	for i := 1; i < len(all); i++ {
+		a, b := all[i-1], all[i]
+		if a.ReceivedAt.Before(b.ReceivedAt) || (a.ReceivedAt.Equal(b.ReceivedAt) && a.ID < b.ID) {
+			t.Errorf("list order: %s (%v) before %s (%v)", a.ID, a.ReceivedAt, b.ID, b.ReceivedAt)
+		}
+	}
+}
+
+// testRequeueDeliveries: a dry run changes nothing and counts; a replay
+// requeues exactly the finished deliveries it matches (newest first, at most
+// Max) and skips the unfinished ones, leaving them as they are.
+func testRequeueDeliveries(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	all := seedFilterDeliveries(t, s)
+	now := epoch.Add(3 * time.Hour)
+	byID := map[string]store.Delivery{}
+	for _, d := range all {
+		byID[d.ID] = d
+	}
+	stored := func() []store.Delivery {
+		t.Helper()
+		ds, err := s.ListDeliveries(ctx, store.DeliveryFilter{Limit: 100})
+		must(t, err)
+		return ds
+	}
+	gh := store.DeliveryFilter{ConnectionID: "gh"}
+	var ghIDs, ghFinished []string
+	for _, d := range all {
+		if d.ConnectionID == "gh" {
+			ghIDs = append(ghIDs, d.ID)
+			if isFinishedStatus(d.Status) {
+				ghFinished = append(ghFinished, d.ID)
+			}
+		}
+	}
+
+	dry, err := s.RequeueDeliveries(ctx, store.BulkRequeue{Filter: gh, Max: 100, Show: 3, DryRun: true, Now: now})
+	must(t, err)
+	if dry.Matched != len(ghIDs) || dry.Requeued != len(ghFinished) || dry.Skipped != len(ghIDs)-len(ghFinished) {
+		t.Errorf("dry run = %+v, want %d matched, %d to requeue", dry, len(ghIDs), len(ghFinished))
+	}
+	if got := ids(dry.Shown); !slices.Equal(got, ghIDs[:3]) {
+		t.Errorf("dry run shows %v, want the newest three %v", got, ghIDs[:3])
+	}
+	if after := stored(); !deliveriesEqual(after, all) {
+		t.Errorf("a dry run changed the inbox")
+	}
+
+	// Max: only the newest two matched.
+	two, err := s.RequeueDeliveries(ctx, store.BulkRequeue{Filter: store.DeliveryFilter{Status: store.DeliveryFailed}, Max: 2, Show: 20, Now: now})
+	must(t, err)
+	var failed []string
+	for _, d := range all {
+		if d.Status == store.DeliveryFailed {
+			failed = append(failed, d.ID)
+		}
+	}
+	if two.Matched != 2 || two.Requeued != 2 || two.Skipped != 0 || !slices.Equal(ids(two.Shown), failed[:2]) {
+		t.Errorf("requeue of 2 failed = %+v (shown %v), want the newest two %v", two, ids(two.Shown), failed[:2])
+	}
+	for _, d := range two.Shown {
+		if d.Status != store.DeliveryQueued || d.Attempts != 0 || d.LastError != "" || !d.NextAttemptAt.Equal(now) {
+			t.Errorf("shown after requeue: %+v, want queued afresh", d)
+		}
+	}
+
+	res, err := s.RequeueDeliveries(ctx, store.BulkRequeue{Filter: gh, Max: 100, Show: 20, Now: now})
+	must(t, err)
+	// The failed gh delivery is among the two already requeued (newest
+	// failed: f7 is gl, f4 gl, f1 gh): count what stands finished now.
+	wantRequeued := 0
+	for _, id := range ghFinished {
+		if !slices.Contains(failed[:2], id) {
+			wantRequeued++
+		}
+	}
+	if res.Matched != len(ghIDs) || res.Requeued != wantRequeued || res.Skipped != len(ghIDs)-wantRequeued {
+		t.Errorf("requeue gh = %+v, want %d matched, %d requeued", res, len(ghIDs), wantRequeued)
+	}
+	if !slices.Equal(ids(res.Shown), ghIDs) {
+		t.Errorf("shown %v, want every gh delivery newest first %v", ids(res.Shown), ghIDs)
+	}
+	for _, d := range stored() {
+		before := byID[d.ID]
+		switch {
+		case d.ConnectionID == "gh" && isFinishedStatus(before.Status), slices.Contains(failed[:2], d.ID):
+			if d.Status != store.DeliveryQueued || d.Attempts != 0 || d.OutcomeExternalID != "" || !d.NextAttemptAt.Equal(now) {
+				t.Errorf("%s (%s) after the replay: %+v, want queued afresh", d.DeliveryKey, before.Status, d)
+			}
+		default:
+			if d.Status != before.Status || d.Attempts != before.Attempts || !d.NextAttemptAt.Equal(before.NextAttemptAt) || d.LeaseOwner != before.LeaseOwner {
+				t.Errorf("%s (%s) after the replay: %+v, want it untouched", d.DeliveryKey, before.Status, d)
+			}
+		}
+	}
+
+	none, err := s.RequeueDeliveries(ctx, store.BulkRequeue{Filter: store.DeliveryFilter{ConnectionID: "nope"}, Max: 10, Show: 20, Now: now})
+	must(t, err)
+	if none.Matched != 0 || none.Requeued != 0 || none.Skipped != 0 || len(none.Shown) != 0 {
+		t.Errorf("requeue of nothing = %+v", none)
+	}
+}
+
+func isFinishedStatus(s string) bool {
+	return s == store.DeliverySucceeded || s == store.DeliveryIgnored || s == store.DeliverySuppressed || s == store.DeliveryFailed
+}
+
+func ids(ds []store.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
+}
+
+func deliveriesEqual(a, b []store.Delivery) bool {
+	return slices.EqualFunc(a, b, func(x, y store.Delivery) bool {
+		return x.ID == y.ID && x.Status == y.Status && x.Attempts == y.Attempts && x.LastError == y.LastError &&
+			x.NextAttemptAt.Equal(y.NextAttemptAt) && x.OutcomeExternalID == y.OutcomeExternalID && x.LeaseOwner == y.LeaseOwner
+	})
+}
+
+// testDeliveryFilterPlans: the page query of each filter alone reads an
+// index in the list's order (no sort of the matches, no scan of the
+// table). PostgreSQL is asked with sequential scans and sorts priced out,
+// as a large table would: a plan that still scans or sorts has no index it
+// could use.
+func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
+	seedFilterDeliveries(t, s)
+	tests := []struct {
+		name  string
+		f     store.DeliveryFilter
+		index string
+	}{
+		{"status", store.DeliveryFilter{Status: store.DeliveryFailed}, "idx_deliveries_status"},
+		{"connection", store.DeliveryFilter{ConnectionID: "gh"}, "idx_deliveries_connection"},
+		{"event", store.DeliveryFilter{Event: "push"}, "idx_deliveries_event"},
+		{"external id", store.DeliveryFilter{ExternalID: "github:x:issue:1"}, "idx_deliveries_external_id"},
+		{"received after", store.DeliveryFilter{ReceivedAfter: epoch}, "idx_deliveries_received"},
+		{"received before", store.DeliveryFilter{ReceivedBefore: epoch}, "idx_deliveries_received"},
+		{"error contains", store.DeliveryFilter{ErrorContains: "x"}, "idx_deliveries_errors"},
+		{"a page after a cursor", store.DeliveryFilter{Status: store.DeliveryFailed, BeforeReceivedAt: epoch, BeforeID: uuid.NewString()}, "idx_deliveries_status"},
+		{"a plain page after a cursor", store.DeliveryFilter{BeforeReceivedAt: epoch, BeforeID: uuid.NewString()}, "idx_deliveries_received"},
+	}
+	// A page after a cursor starts in the index at the cursor, not at the
+	// newest row.
+	cursorBound := map[string]string{store.DialectSQLite: "received_at<?", store.DialectPostgres: "Index Cond: ((status = 'failed'::text) AND (received_at <="}
+	for _, tc := range tests {
+		f := tc.f
+		f.Limit = 10
+		plan := explainDeliveryPage(t, s, f)
+		if !strings.Contains(plan, tc.index) {
+			t.Errorf("%s: plan does not use %s:\n%s", tc.name, tc.index, plan)
+		}
+		if tc.f.BeforeID != "" && tc.f.Status != "" && !strings.Contains(plan, cursorBound[s.Dialect()]) {
+			t.Errorf("%s: the cursor does not bound the index range (want %q):\n%s", tc.name, cursorBound[s.Dialect()], plan)
+		}
+		for _, bad := range []string{"TEMP B-TREE", "Sort", "Seq Scan", "SCAN deliveries\n"} {
+			if strings.Contains(plan+"\n", bad) {
+				t.Errorf("%s: plan has %q:\n%s", tc.name, bad, plan)
+			}
+		}
+	}
+}
+
+// explainDeliveryPage returns the plan of ListDeliveries' query for f.
+func explainDeliveryPage(t testing.TB, s *sqlstore.Store, f store.DeliveryFilter) string {
+	t.Helper()
+	ctx := context.Background()
+	query, args := sqlstore.DeliveryPageQuery(f)
+	tx, err := s.Driver().Begin(ctx)
+	must(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	explain := "EXPLAIN QUERY PLAN "
+	if s.Dialect() == store.DialectPostgres {
+		explain = "EXPLAIN "
+		for _, set := range []string{"SET LOCAL enable_seqscan = off", "SET LOCAL enable_sort = off", "SET LOCAL enable_bitmapscan = off"} {
+			_, err := tx.Exec(ctx, set)
+			must(t, err)
+		}
+	}
+	rows, err := tx.Query(ctx, explain+query, args...)
+	must(t, err)
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if s.Dialect() == store.DialectPostgres {
+			must(t, rows.Scan(&line))
+		} else {
+			var id, parent, notused int
+			must(t, rows.Scan(&id, &parent, &notused, &line))
+		}
+		lines = append(lines, line)
+	}
+	must(t, rows.Err())
+	return strings.Join(lines, "\n")
 }
