@@ -471,15 +471,11 @@ func (w *Worker) fail(ctx, pctx context.Context, owner string, d store.Delivery,
 		d.Status = store.DeliveryFailed
 		d.NextAttemptAt = now
 		d.ProcessedAt = &now
-		w.logger.WarnContext(ctx, "delivery failed permanently", "delivery_id", d.ID, "connection", d.ConnectionID,
-			"event", d.Event, "attempts", d.Attempts, "error", err)
 	case d.Attempts >= w.opts.MaxAttempts:
 		d.Status = store.DeliveryFailed
 		d.LastError = lastError(fmt.Errorf("gave up after %d attempts: %w", d.Attempts, err))
 		d.NextAttemptAt = now
 		d.ProcessedAt = &now
-		w.logger.WarnContext(ctx, "delivery failed: attempts exhausted", "delivery_id", d.ID, "connection", d.ConnectionID,
-			"event", d.Event, "attempts", d.Attempts, "error", err)
 	default:
 		d.Status = store.DeliveryRetrying
 		d.NextAttemptAt = now.Add(RetryInterval(d.Attempts))
@@ -516,10 +512,32 @@ func (w *Worker) finish(ctx context.Context, owner string, d store.Delivery) {
 		w.logger.ErrorContext(ctx, "record delivery outcome failed", "delivery_id", d.ID, "status", d.Status, "error", err)
 		return
 	}
-	if d.Status == store.DeliverySucceeded || d.Status == store.DeliveryIgnored || d.Status == store.DeliverySuppressed {
-		w.logger.DebugContext(ctx, "delivery processed", "delivery_id", d.ID, "connection", d.ConnectionID,
-			"event", d.Event, "status", d.Status, "task_id", d.OutcomeTaskID, "action", d.OutcomeAction)
+	w.logFinished(ctx, d)
+}
+
+// logFinished writes the one line of a delivery that reached a final status,
+// once that status is recorded: INFO, or WARN when it failed. duration_ms
+// runs from its receipt to now, retries included.
+func (w *Worker) logFinished(ctx context.Context, d store.Delivery) {
+	level := slog.LevelInfo
+	switch d.Status {
+	case store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed:
+	case store.DeliveryFailed:
+		level = slog.LevelWarn
+	default:
+		return
 	}
+	finished := w.now()
+	if d.ProcessedAt != nil {
+		finished = *d.ProcessedAt
+	}
+	attrs := []slog.Attr{slog.String("delivery_id", d.ID), slog.String("connection", d.ConnectionID),
+		slog.String("event", d.Event), slog.String("status", d.Status), slog.String("action", d.OutcomeAction),
+		slog.String("task", d.OutcomeTaskID), slog.Int64("duration_ms", finished.Sub(d.ReceivedAt).Milliseconds())}
+	if level == slog.LevelWarn {
+		attrs = append(attrs, slog.Int("attempts", d.Attempts), slog.String("error", d.LastError))
+	}
+	w.logger.LogAttrs(ctx, level, "delivery finished", attrs...)
 }
 
 // IsPermanent reports whether err fails a delivery without retries: text
