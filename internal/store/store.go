@@ -84,6 +84,7 @@ type Queries interface {
 	DeliveryQueries
 	SuppressionQueries
 	ProjectionQueries
+	RetentionQueries
 }
 
 // Workspace is a tenant: tasks, steps and tokens belong to one.

@@ -37,6 +37,7 @@ var areas = []struct {
 	{"suppressions and aliases", suppressionTests},
 	{"migrations and transactions", storeTests},
 	{"probe", probeTests},
+	{"retention", retentionTests},
 }
 
 // Conformance runs the driver conformance suite on every dialect, each test
