@@ -32,6 +32,9 @@ type Config struct {
 	// once ("256MiB", "100MB" or a byte count; ParseByteSize); empty means
 	// the default. The flag and environment win over it.
 	MaxInflightBodyBytes string `yaml:"max_inflight_body_bytes"`
+	// Retention: how long finished deliveries and read outbox events are
+	// kept (retention.go).
+	Retention Retention `yaml:"retention"`
 }
 
 // Workspace as configured.
