@@ -57,6 +57,8 @@ func Main(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 		err = deliveries(ctx, args[1:], env, stdout, stderr)
 	case "suppressions":
 		err = suppressions(ctx, args[1:], env, stdout, stderr)
+	case "prune":
+		err = prune(ctx, args[1:], env, stdout, stderr)
 	case "version":
 		err = version(args[1:], stdout, stderr)
 	case "help":
@@ -88,6 +90,7 @@ commands:
   send           sign and post a payload as a provider would
   deliveries     list | get ID | replay ID  (operators)
   suppressions   list | clear --workspace W --external-id X  (operators)
+  prune          delete expired deliveries and read events once [--dry-run]
   version        print the build's version and revision
   help           show a command's usage
 
