@@ -3,6 +3,7 @@ package inbox
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -54,9 +55,15 @@ func NewOperators(st store.Store, logger *slog.Logger, now func() time.Time) *Op
 	return &Operators{st: st, logger: logger, now: now}
 }
 
-// ListDeliveries lists deliveries, newest first (query: status, connection,
-// limit, cursor).
+// ListDeliveries lists deliveries, newest first (query: the filters of
+// FilterParams, limit, cursor).
 func (o *Operators) ListDeliveries(w http.ResponseWriter, r *http.Request) { o.serve(w, r, o.list) }
+
+// ReplayDeliveries queues again the finished deliveries a filter matches
+// (bulk replay).
+func (o *Operators) ReplayDeliveries(w http.ResponseWriter, r *http.Request) {
+	o.serve(w, r, o.replayMatching)
+}
 
 // GetDelivery shows one delivery with its headers (secrets removed) and body.
 func (o *Operators) GetDelivery(w http.ResponseWriter, r *http.Request) { o.serve(w, r, o.get) }
@@ -186,15 +193,55 @@ func decodeCursor(c string) (time.Time, string, error) {
 	return t, id, nil
 }
 
+// FilterParams are the delivery filters, as the list's query parameters
+// and the bulk replay's JSON fields name them (docs/design.md, "Operators").
+var FilterParams = []string{"status", "connection", "event", "received_after", "received_before", "error_contains", "external_id"}
+
+// parseFilter reads the filters from value (a query parameter or JSON
+// field by name; empty means absent). Times are RFC 3339.
+func parseFilter(value func(name string) string) (store.DeliveryFilter, error) {
+	var f store.DeliveryFilter
+	text := map[string]*string{"status": &f.Status, "connection": &f.ConnectionID, "event": &f.Event,
+		"error_contains": &f.ErrorContains, "external_id": &f.ExternalID}
+	times := map[string]*time.Time{"received_after": &f.ReceivedAfter, "received_before": &f.ReceivedBefore}
+	for _, name := range FilterParams {
+		v := value(name)
+		if err := httpapi.CheckText(name, v); err != nil {
+			return f, err
+		}
+		if p, ok := text[name]; ok {
+			*p = v
+		} else if v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return f, failure.New(failure.Invalid, "%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z", name)
+			}
+			*times[name] = t
+		}
+	}
+	if f.Status != "" && !validStatus(f.Status) {
+		return f, failure.New(failure.Invalid, "invalid status %q: want one of %s", f.Status, strings.Join(Statuses, ", "))
+	}
+	return f, nil
+}
+
+// listParams are the query parameters the list takes; any other is a 400,
+// so a misspelt filter never silently lists everything.
+var listParams = append(slices.Clone(FilterParams), "limit", "cursor")
+
 func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	conn, err := httpapi.QueryText(q, "connection")
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(listParams, name) {
+			return failure.New(failure.Invalid, "unknown query parameter %q: want %s", name, strings.Join(listParams, ", "))
+		}
+		if len(q[name]) > 1 {
+			return failure.New(failure.Invalid, "query parameter %q is given more than once", name)
+		}
+	}
+	f, err := parseFilter(q.Get)
 	if err != nil {
 		return err
-	}
-	f := store.DeliveryFilter{Status: q.Get("status"), ConnectionID: conn}
-	if f.Status != "" && !validStatus(f.Status) {
-		return failure.New(failure.Invalid, "invalid status %q: want one of %s", f.Status, strings.Join(Statuses, ", "))
 	}
 	limit, err := httpapi.PageLimit(r)
 	if err != nil {
@@ -272,5 +319,85 @@ func (o *Operators) replay(w http.ResponseWriter, r *http.Request) error {
 	o.logger.InfoContext(ctx, "delivery replayed", "delivery_id", d.ID, "connection", d.ConnectionID,
 		"principal", principal.Name)
 	httpapi.WriteJSON(w, http.StatusAccepted, NewDeliveryJSON(d))
+	return nil
+}
+
+// Bulk replay bounds (docs/design.md, "Operators").
+const (
+	DefaultReplayMax = 10000
+	MaxReplayMax     = 100000
+	// replayShown is how many matched deliveries a bulk replay answers with.
+	replayShown = 20
+)
+
+// ReplayRequest is the bulk replay's body: the list's filters, dry_run and
+// max.
+type ReplayRequest struct {
+	Status         string `json:"status"`
+	Connection     string `json:"connection"`
+	Event          string `json:"event"`
+	ReceivedAfter  string `json:"received_after"`
+	ReceivedBefore string `json:"received_before"`
+	ErrorContains  string `json:"error_contains"`
+	ExternalID     string `json:"external_id"`
+	DryRun         bool   `json:"dry_run"`
+	Max            *int   `json:"max"`
+}
+
+// ReplayResultJSON is the bulk replay's answer: matched = replayed +
+// skipped, and the first matched deliveries as they now are.
+type ReplayResultJSON struct {
+	Matched    int            `json:"matched"`
+	Replayed   int            `json:"replayed"`
+	Skipped    int            `json:"skipped"`
+	Deliveries []DeliveryJSON `json:"deliveries"`
+}
+
+// replayMatching: the newest max deliveries the filters match are replayed
+// as one replay is (store.RequeueDeliveries shares its guard); the
+// unfinished ones are skipped. A dry run changes nothing and answers what
+// a replay would do now.
+func (o *Operators) replayMatching(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	var req ReplayRequest
+	if err := httpapi.DecodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	fields := map[string]string{"status": req.Status, "connection": req.Connection, "event": req.Event,
+		"received_after": req.ReceivedAfter, "received_before": req.ReceivedBefore,
+		"error_contains": req.ErrorContains, "external_id": req.ExternalID}
+	f, err := parseFilter(func(name string) string { return fields[name] })
+	if err != nil {
+		return err
+	}
+	if f == (store.DeliveryFilter{}) {
+		return failure.New(failure.Invalid, "at least one filter is required: %s", strings.Join(FilterParams, ", "))
+	}
+	limit := DefaultReplayMax
+	if req.Max != nil {
+		limit = *req.Max
+	}
+	if limit < 1 || limit > MaxReplayMax {
+		return failure.New(failure.Invalid, "max must be an integer between 1 and %d", MaxReplayMax)
+	}
+	res, err := o.st.RequeueDeliveries(ctx, store.BulkRequeue{Filter: f, Max: limit, Show: replayShown, DryRun: req.DryRun, Now: o.now()})
+	if err != nil {
+		return err
+	}
+	if !req.DryRun && res.Requeued > 0 {
+		if err := o.st.Notify(ctx, Channel); err != nil {
+			// Workers poll too; the replays are due either way.
+			o.logger.WarnContext(ctx, "notify workers failed", "channel", Channel, "error", err)
+		}
+	}
+	principal, _ := httpapi.PrincipalFrom(ctx)
+	o.logger.InfoContext(ctx, "deliveries replayed", "matched", res.Matched, "replayed", res.Requeued,
+		"skipped", res.Skipped, "dry_run", req.DryRun, "principal", principal.Name)
+	out := ReplayResultJSON{Matched: res.Matched, Replayed: res.Requeued, Skipped: res.Skipped,
+		Deliveries: make([]DeliveryJSON, 0, len(res.Shown))}
+	for _, d := range res.Shown {
+		out.Deliveries = append(out.Deliveries, NewDeliveryJSON(d))
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

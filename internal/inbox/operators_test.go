@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -252,6 +253,13 @@ func TestOperatorListInvalid(t *testing.T) {
 		{"cursor=%21%21%21", "invalid cursor"},
 		{"cursor=" + badCursor, "invalid cursor"},
 		{"cursor=" + base64.RawURLEncoding.EncodeToString([]byte("no-separator")), "invalid cursor"},
+		{"bogus=1", `unknown query parameter "bogus": want status, connection, event, received_after, received_before, error_contains, external_id, limit, cursor`},
+		{"Status=failed", `unknown query parameter "Status": want status, connection, event, received_after, received_before, error_contains, external_id, limit, cursor`},
+		{"status=failed&status=queued", `query parameter "status" is given more than once`},
+		{"received_after=yesterday", "received_after must be an RFC 3339 time such as 2026-01-02T15:04:05Z"},
+		{"received_before=2026-01-02", "received_before must be an RFC 3339 time such as 2026-01-02T15:04:05Z"},
+		{"error_contains=a%00b", "error_contains contains a NUL character"},
+		{"external_id=%FF", "external_id is not valid UTF-8 text"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -581,5 +589,461 @@ func TestOperatorReplayRacesWorkerClaim(t *testing.T) {
 			answers[answer{phase, code}]++
 		}
 		t.Logf("replay answers by phase over %d races: %v", races, answers)
+	})
+}
+
+// bulkRouter is operatorRouter with the bulk replay mounted where
+// internal/server mounts it.
+func bulkRouter(o *Operators) http.Handler {
+	r := operatorRouter(o)
+	r.HandleFunc("/api/v1/deliveries/replay", o.ReplayDeliveries).Methods(http.MethodPost)
+	return r
+}
+
+func TestOperatorListFilters(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		f := newOperatorFixture(t, st)
+		t0 := f.all[len(f.all)-1].ReceivedAt
+		at := func(d time.Duration) string { return url.QueryEscape(t0.Add(d).Format(time.RFC3339Nano)) }
+		filter := func(pred func(store.Delivery) bool) []string {
+			var out []string
+			for _, d := range f.all {
+				if pred(d) {
+					out = append(out, d.ID)
+				}
+			}
+			return out
+		}
+		notSucceeded := filter(func(d store.Delivery) bool { return d.ID != f.succeeded.ID })
+		tests := []struct {
+			name  string
+			query string
+			want  []string
+		}{
+			{"event", "event=issue.opened", []string{f.succeeded.ID}},
+			{"event as received", "event=issue", notSucceeded},
+			{"an empty filter does not filter", "event=&status=", ids(f.all)},
+			{"received after", "received_after=" + at(2*time.Second), filter(func(d store.Delivery) bool { return !d.ReceivedAt.Before(t0.Add(2 * time.Second)) })},
+			{"received before", "received_before=" + at(time.Second), filter(func(d store.Delivery) bool { return !d.ReceivedAt.After(t0.Add(time.Second)) })},
+			{"received after, another zone", "received_after=" + url.QueryEscape(t0.Add(3*time.Second).In(time.FixedZone("x", 3600)).Format(time.RFC3339)),
+				filter(func(d store.Delivery) bool { return !d.ReceivedAt.Before(t0.Add(3 * time.Second)) })},
+			{"error contains", "error_contains=MALFORMED", []string{f.failed.ID}},
+			{"error contains nothing stored", "error_contains=timeout", []string{}},
+			{"external id", "external_id=fake:7", []string{f.succeeded.ID}},
+			{"combined", "connection=" + connFake + "&received_after=" + at(time.Second) + "&received_before=" + at(2*time.Second),
+				filter(func(d store.Delivery) bool {
+					return d.ConnectionID == connFake && d.ReceivedAt.After(t0) && !d.ReceivedAt.After(t0.Add(2*time.Second))
+				})},
+			{"combined without a match", "status=failed&event=issue.opened", []string{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				// Page by one: the cursor holds under the filter.
+				var got []string
+				cursor := ""
+				for range len(f.all) + 1 {
+					q := tt.query + "&limit=1"
+					if cursor != "" {
+						q += "&cursor=" + url.QueryEscape(cursor)
+					}
+					code, raw := f.do(t, http.MethodGet, "/api/v1/deliveries?"+q)
+					if code != http.StatusOK {
+						t.Fatalf("status = %d, want %d (%s)", code, http.StatusOK, raw)
+					}
+					page, next, more := listIDs(t, raw)
+					got = append(got, page...)
+					if !more {
+						break
+					}
+					cursor = next
+				}
+				if !slices.Equal(got, tt.want) && !(len(got) == 0 && len(tt.want) == 0) {
+					t.Errorf("ids = %v, want %v", got, tt.want)
+				}
+			})
+		}
+	})
+}
+
+func (f *operatorFixture) post(t *testing.T, target, body string) (int, []byte) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, target, strings.NewReader(body)))
+	return rec.Code, rec.Body.Bytes()
+}
+
+type bulkAnswer struct {
+	Matched, Replayed, Skipped int
+	Deliveries                 []DeliveryJSON
+}
+
+func decodeBulk(t *testing.T, raw []byte) bulkAnswer {
+	t.Helper()
+	var a bulkAnswer
+	if err := json.Unmarshal(raw, &a); err != nil || a.Deliveries == nil {
+		t.Fatalf("decode bulk replay answer %s: %v", raw, err)
+	}
+	return a
+}
+
+func jsonIDs(ds []DeliveryJSON) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
+}
+
+func TestOperatorBulkReplay(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		f := newOperatorFixture(t, st)
+		f.h = bulkRouter(NewOperators(f.st, testLogger(t), f.clock.Now))
+		f.clock.Advance(time.Minute)
+		var main []store.Delivery // fake-main: succeeded, failed, processing or queued ones
+		for _, d := range f.all {
+			if d.ConnectionID == connFake {
+				main = append(main, d)
+			}
+		}
+		snapshot := func() []store.Delivery {
+			t.Helper()
+			ds, err := st.ListDeliveries(ctx, store.DeliveryFilter{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ds
+		}
+		before := snapshot()
+
+		code, raw := f.post(t, "/api/v1/deliveries/replay", `{"connection":"`+connFake+`","dry_run":true}`)
+		if code != http.StatusOK {
+			t.Fatalf("dry run = %d, want 200 (%s)", code, raw)
+		}
+		if got := decodeBulk(t, raw); got.Matched != len(main) || got.Replayed != 2 || got.Skipped != len(main)-2 ||
+			!slices.Equal(jsonIDs(got.Deliveries), ids(main)) {
+			t.Errorf("dry run = %s, want %d matched (%v), 2 to replay", raw, len(main), ids(main))
+		}
+		if after := snapshot(); !slices.EqualFunc(after, before, func(a, b store.Delivery) bool {
+			return a.ID == b.ID && a.Status == b.Status && a.Attempts == b.Attempts && a.NextAttemptAt.Equal(b.NextAttemptAt)
+		}) {
+			t.Errorf("a dry run changed the inbox")
+		}
+		if n := f.st.n.Load(); n != 0 {
+			t.Errorf("notifications after a dry run = %d, want 0", n)
+		}
+
+		// max: the newest one matched only, a queued one: skipped.
+		code, raw = f.post(t, "/api/v1/deliveries/replay", `{"connection":"`+connFake+`","max":1}`)
+		if got := decodeBulk(t, raw); code != http.StatusOK || got.Matched != 1 || got.Replayed != 0 || got.Skipped != 1 ||
+			!slices.Equal(jsonIDs(got.Deliveries), ids(main[:1])) {
+			t.Errorf("max 1 = %d %s, want the newest (queued) one matched and skipped", code, raw)
+		}
+
+		code, raw = f.post(t, "/api/v1/deliveries/replay", `{"connection":"`+connFake+`"}`)
+		if code != http.StatusOK {
+			t.Fatalf("replay = %d, want 200 (%s)", code, raw)
+		}
+		got := decodeBulk(t, raw)
+		if got.Matched != len(main) || got.Replayed != 2 || got.Skipped != len(main)-2 {
+			t.Errorf("replay = %s, want %d matched, 2 replayed", raw, len(main))
+		}
+		for _, d := range got.Deliveries {
+			if (d.ID == f.succeeded.ID || d.ID == f.failed.ID) && (d.Status != store.DeliveryQueued || d.Attempts != 0 || d.Outcome != nil) {
+				t.Errorf("answered %+v, want it queued afresh", d)
+			}
+		}
+		if n := f.st.n.Load(); n != 1 {
+			t.Errorf("notifications = %d, want 1", n)
+		}
+		for _, d := range snapshot() {
+			var was store.Delivery
+			for _, b := range before {
+				if b.ID == d.ID {
+					was = b
+				}
+			}
+			switch {
+			case d.ID == f.succeeded.ID || d.ID == f.failed.ID:
+				if d.Status != store.DeliveryQueued || d.Attempts != 0 || !d.NextAttemptAt.Equal(f.clock.Now()) || d.LastError != "" {
+					t.Errorf("%s after the replay: %+v, want queued afresh, due now", d.DeliveryKey, d)
+				}
+			default:
+				if d.Status != was.Status || d.Attempts != was.Attempts || d.LeaseOwner != was.LeaseOwner || !d.NextAttemptAt.Equal(was.NextAttemptAt) {
+					t.Errorf("%s after the replay: %+v, want it untouched (%+v)", d.DeliveryKey, d, was)
+				}
+			}
+		}
+	})
+}
+
+func TestOperatorBulkReplayInvalid(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.DialectSQLite)
+	h := bulkRouter(NewOperators(st, testLogger(t), nil))
+	tests := []struct {
+		body, wantError string
+	}{
+		{`{}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id"},
+		{`{"dry_run":true,"max":5}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id"},
+		{`{"status":""}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id"},
+		{`{"status":"failed","max":0}`, "max must be an integer between 1 and 100000"},
+		{`{"status":"failed","max":100001}`, "max must be an integer between 1 and 100000"},
+		{`{"status":"bogus"}`, `invalid status "bogus": want one of queued, processing, succeeded, ignored, suppressed, retrying, failed`},
+		{`{"received_after":"2h"}`, "received_after must be an RFC 3339 time such as 2026-01-02T15:04:05Z"},
+		{`{"status":"failed","since":"2h"}`, `malformed JSON: json: unknown field "since"`},
+		{`{"status":"failed","dry_run":"yes"}`, `field "dry_run" must be bool`},
+		{`{"connection":"a\u0000b"}`, "connection contains a NUL character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/deliveries/replay", strings.NewReader(tt.body)))
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("status = %d, want %d", rec.Code, http.StatusBadRequest)
+			}
+			if got := errorMessage(t, rec); got != tt.wantError {
+				t.Errorf("error = %q, want %q", got, tt.wantError)
+			}
+		})
+	}
+}
+
+// TestOperatorBulkReplayRacesWorkerClaims: a bulk replay racing a worker
+// that claims a batch, finishes it and claims again never resets a
+// delivery under the worker nor has one processed twice at once. The
+// replay starts with the worker, after its first claim or after its finish
+// (in turn): each delivery it finds unfinished is skipped, each finished
+// one is requeued and then claimed afresh exactly once.
+func TestOperatorBulkReplayRacesWorkerClaims(t *testing.T) {
+	t.Parallel()
+	const races, batch = 60, 4
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		clock := newTestClock()
+		h := bulkRouter(NewOperators(st, testLogger(t), clock.Now))
+		claim := func() ([]store.Delivery, error) {
+			return st.ClaimDeliveries(ctx, "worker", clock.Now(), time.Minute, 2*batch)
+		}
+		finish := func(ds []store.Delivery) error {
+			for _, d := range ds {
+				now := clock.Now()
+				d.Status, d.ProcessedAt, d.NextAttemptAt, d.LastError = store.DeliveryFailed, &now, now, "parse: malformed payload"
+				if err := st.FinishDelivery(ctx, d, "worker"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		answers := map[[2]int]int{}
+		for i := range races {
+			event := "race-" + strconv.Itoa(i)
+			var in []store.Delivery
+			for j := range batch {
+				in = append(in, store.Delivery{ConnectionID: connFake, Provider: fakeProvider, Event: event,
+					DeliveryKey: event + "-" + strconv.Itoa(j), Headers: `{}`, Body: []byte(`{}`), ReceivedAt: clock.Now()})
+			}
+			if _, err := st.InsertDeliveries(ctx, in); err != nil {
+				t.Fatalf("insert: %v", err)
+			}
+			phases := [3]chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
+			phase := i % 3
+			var (
+				wg                  sync.WaitGroup
+				first, second       []store.Delivery
+				claimErr, finishErr error
+				code                int
+				raw                 []byte
+			)
+			wg.Go(func() {
+				defer func() {
+					for _, ch := range phases[1:] {
+						select {
+						case <-ch:
+						default:
+							close(ch)
+						}
+					}
+				}()
+				<-phases[0]
+				if first, claimErr = claim(); claimErr != nil || len(first) != batch {
+					return
+				}
+				close(phases[1])
+				if finishErr = finish(first); finishErr != nil {
+					return
+				}
+				close(phases[2])
+				if second, claimErr = claim(); claimErr == nil {
+					finishErr = finish(second)
+				}
+			})
+			wg.Go(func() {
+				<-phases[phase]
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/deliveries/replay", strings.NewReader(`{"event":"`+event+`"}`)))
+				code, raw = rec.Code, rec.Body.Bytes()
+			})
+			close(phases[0])
+			wg.Wait()
+
+			if claimErr != nil || len(first) != batch {
+				t.Fatalf("race %d: the worker's first claim = %d deliveries (err %v), want %d", i, len(first), claimErr, batch)
+			}
+			for _, d := range first {
+				if d.Event != event || d.Attempts != 1 {
+					t.Fatalf("race %d: first claim took %+v, want this race's deliveries at attempt 1", i, d)
+				}
+			}
+			if finishErr != nil {
+				t.Fatalf("race %d: the worker lost a claim to the replay: %v", i, finishErr)
+			}
+			if code != http.StatusOK {
+				t.Fatalf("race %d: bulk replay = %d %s", i, code, raw)
+			}
+			got := decodeBulk(t, raw)
+			if got.Matched != batch || got.Replayed+got.Skipped != batch {
+				t.Fatalf("race %d: bulk replay = %s, want %d matched", i, raw, batch)
+			}
+			// Every requeued delivery is claimed afresh exactly once: by the
+			// worker's second claim or by one after the race.
+			later, err := claim()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := finish(later); err != nil {
+				t.Fatalf("race %d: finish after the replay: %v", i, err)
+			}
+			again := append(slices.Clone(second), later...)
+			if len(again) != got.Replayed {
+				t.Fatalf("race %d: %d deliveries claimed again, want the %d replayed (%s)", i, len(again), got.Replayed, raw)
+			}
+			for _, d := range again {
+				if d.Event != event || d.Attempts != 1 {
+					t.Fatalf("race %d: claim after the replay = %+v, want this race's delivery afresh at attempt 1", i, d)
+				}
+			}
+			for _, d := range first {
+				if s := getDelivery(t, st, d.ID); s.Status != store.DeliveryFailed || s.Attempts != 1 {
+					t.Fatalf("race %d: stored %s with %d attempts, want failed at attempt 1", i, s.Status, s.Attempts)
+				}
+			}
+			answers[[2]int{phase, got.Replayed}]++
+		}
+		t.Logf("(phase, replayed) over %d races: %v", races, answers)
+	})
+}
+
+// TestOperatorBulkReplaysRaceEachOtherAndClaims: two bulk replays of the
+// same failed deliveries race each other and a worker claiming in a loop.
+// A replay that read a delivery as failed may reach its UPDATE after the
+// other requeued it and the worker claimed it: the guard in the UPDATE
+// skips it then, so the worker never loses a claim and each requeue is
+// claimed exactly once.
+func TestOperatorBulkReplaysRaceEachOtherAndClaims(t *testing.T) {
+	t.Parallel()
+	const races, batch = 40, 8
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		clock := newTestClock()
+		h := bulkRouter(NewOperators(st, testLogger(t), clock.Now))
+		claimAndFail := func() (int, error) {
+			ds, err := st.ClaimDeliveries(ctx, "worker", clock.Now(), time.Minute, batch)
+			if err != nil {
+				return 0, err
+			}
+			for _, d := range ds {
+				if d.Attempts != 1 {
+					return 0, fmt.Errorf("delivery %s claimed at attempt %d, want a fresh 1", d.ID, d.Attempts)
+				}
+				now := clock.Now()
+				d.Status, d.ProcessedAt, d.NextAttemptAt, d.LastError = store.DeliveryFailed, &now, now, "parse: malformed payload"
+				if err := st.FinishDelivery(ctx, d, "worker"); err != nil {
+					return 0, fmt.Errorf("finish %s: %w", d.ID, err)
+				}
+			}
+			return len(ds), nil
+		}
+		for i := range races {
+			event := "both-" + strconv.Itoa(i)
+			var in []store.Delivery
+			for j := range batch {
+				in = append(in, store.Delivery{ConnectionID: connFake, Provider: fakeProvider, Event: event,
+					DeliveryKey: event + "-" + strconv.Itoa(j), Headers: `{}`, Body: []byte(`{}`), ReceivedAt: clock.Now()})
+			}
+			if _, err := st.InsertDeliveries(ctx, in); err != nil {
+				t.Fatalf("insert: %v", err)
+			}
+			if n, err := claimAndFail(); err != nil || n != batch {
+				t.Fatalf("race %d: first processing = %d, %v", i, n, err)
+			}
+			var (
+				wg        sync.WaitGroup
+				replays   [2]bulkAnswer
+				codes     [2]int
+				reclaimed int
+				workerErr error
+			)
+			replaysDone := make(chan struct{})
+			start := make(chan struct{})
+			var rg sync.WaitGroup
+			for k := range replays {
+				rg.Go(func() {
+					<-start
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/deliveries/replay", strings.NewReader(`{"event":"`+event+`"}`)))
+					codes[k] = rec.Code
+					if rec.Code == http.StatusOK {
+						replays[k] = decodeBulk(t, rec.Body.Bytes())
+					}
+				})
+			}
+			wg.Go(func() {
+				rg.Wait()
+				close(replaysDone)
+			})
+			wg.Go(func() {
+				<-start
+				for {
+					finished := false
+					select {
+					case <-replaysDone:
+						finished = true
+					default:
+					}
+					n, err := claimAndFail()
+					if err != nil {
+						workerErr = err
+						return
+					}
+					reclaimed += n
+					if finished && n == 0 {
+						return
+					}
+				}
+			})
+			close(start)
+			wg.Wait()
+			if workerErr != nil {
+				t.Fatalf("race %d: the worker: %v", i, workerErr)
+			}
+			if codes != [2]int{http.StatusOK, http.StatusOK} {
+				t.Fatalf("race %d: replays answered %v", i, codes)
+			}
+			if want := replays[0].Replayed + replays[1].Replayed; reclaimed != want {
+				t.Fatalf("race %d: %d claims after the replays, want one per requeue: %d (%+v)", i, reclaimed, want, replays)
+			}
+			ds, err := st.ListDeliveries(ctx, store.DeliveryFilter{Event: event, Limit: batch + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				if d.Status != store.DeliveryFailed || d.Attempts != 1 {
+					t.Fatalf("race %d: stored %s with %d attempts, want failed at attempt 1", i, d.Status, d.Attempts)
+				}
+			}
+		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
@@ -27,6 +28,7 @@ type Deps struct {
 	Suppressions *ingest.Suppressions
 	Creations    *idempotency.Operators
 	Readiness    *inbox.Readiness
+	Metrics      *metrics.Metrics
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
 	// Logger is where the admin requirement writes its errors.
@@ -78,6 +80,7 @@ func table(d Deps) []route {
 
 		// Operators.
 		{GET, "/api/v1/deliveries", admin, d.Deliveries.ListDeliveries},
+		{POST, "/api/v1/deliveries/replay", admin, d.Deliveries.ReplayDeliveries},
 		{GET, "/api/v1/deliveries/{id}", admin, d.Deliveries.GetDelivery},
 		{POST, "/api/v1/deliveries/{id}/replay", admin, d.Deliveries.ReplayDelivery},
 		{GET, "/api/v1/suppressions", admin, d.Suppressions.ListSuppressions},
@@ -91,6 +94,9 @@ func table(d Deps) []route {
 		// Health.
 		{GET, "/healthz", public, healthz},
 		{GET, "/readyz", public, readyz(d.Readiness)},
+
+		// Prometheus metrics: counts and latencies, nothing secret.
+		{GET, "/metrics", public, d.Metrics.ServeHTTP},
 
 		// Metrics, the console and MCP mount here when they exist.
 	}
