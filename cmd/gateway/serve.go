@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
@@ -24,6 +25,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/projection"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
@@ -302,13 +304,17 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	now := time.Now
 	ads := adapters()
 
+	m := metrics.New(prometheus.NewRegistry())
+	m.WatchInbox(st, now, metrics.DefaultStatsInterval)
 	coord := idempotency.New(st, logger, now)
+	coord.Metrics = m
 	svc := tasks.NewService(st, logger, now)
 	projector := projection.New(st, lookupConn, logger, now)
+	projector.Metrics = m
 	api := tasks.NewAPI(svc, coord, projector, st, logger, now)
-	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{MaxInflightBodyBytes: inflight})
+	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{MaxInflightBodyBytes: inflight, Metrics: m})
 	applier := ingest.New(lookupConn, ads, coord, svc, st, logger, now)
-	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4, Yield: receiver.Busy})
+	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4, Yield: receiver.Busy, Metrics: m})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
 
 	r := server.NewRouter(server.Deps{
@@ -318,6 +324,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Suppressions:  ingest.NewSuppressions(st, logger),
 		Creations:     idempotency.NewOperators(coord, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
+		Metrics:       m,
 		Authenticator: httpapi.NewAuthenticator(st, logger, nil),
 		Logger:        logger,
 	})

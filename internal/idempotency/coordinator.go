@@ -13,6 +13,7 @@ import (
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
@@ -105,6 +106,8 @@ type Coordinator struct {
 	leaseTTL time.Duration
 	// Failpoint, when set, is consulted at each durable boundary.
 	Failpoint func(name string) error
+	// Metrics, when set, counts the recovery actions taken.
+	Metrics *metrics.Metrics
 }
 
 // New returns a coordinator.

@@ -110,6 +110,7 @@ func (c *Coordinator) RecoverTaskCreation(ctx context.Context, opID, owner strin
 		if err := c.runRecovery(ctx, opID, action, fence{owner: owner, generation: gen}); err != nil {
 			return taken, fmt.Errorf("recovery %s: %w", action, err)
 		}
+		c.Metrics.RecoveryAction(string(action))
 	}
 	return taken, fmt.Errorf("%w: operation %s did not settle", ErrCreationStateConflict, opID)
 }

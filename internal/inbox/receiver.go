@@ -20,6 +20,7 @@ import (
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -56,6 +57,8 @@ type ReceiverOptions struct {
 	// at once (DefaultMaxInflightBodyBytes when zero); a request that would
 	// go over it is answered 503 with Retry-After at once.
 	MaxInflightBodyBytes int64
+	// Metrics, when set, counts the answers and times the acknowledgements.
+	Metrics *metrics.Metrics
 }
 
 // Receiver is the http.Handler of POST /webhooks/{connection}. Run must be
@@ -155,6 +158,9 @@ func (rc *Receiver) Run(ctx context.Context) error {
 // ServeHTTP receives one delivery for the connection named by the route's
 // {connection}.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &metrics.StatusRecorder{ResponseWriter: w}
+	w = rec
+	defer func() { rc.opts.Metrics.WebhookAnswered(rc.knownConnection(r), rec.Status()) }()
 	err := rc.receive(w, r)
 	switch {
 	case err == nil:
@@ -170,7 +176,18 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// knownConnection is the request's connection ID when the gateway serves
+// it, else "" (made-up IDs must not become metric labels).
+func (rc *Receiver) knownConnection(r *http.Request) string {
+	id := mux.Vars(r)["connection"]
+	if _, ok := rc.connections(id); !ok {
+		return ""
+	}
+	return id
+}
+
 func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
+	received := time.Now() // the acknowledgement's latency, on the monotonic clock
 	ctx := r.Context()
 	connID := mux.Vars(r)["connection"]
 	conn, ok := rc.connections(connID)
@@ -254,6 +271,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 	rc.logger.DebugContext(ctx, "webhook received", "connection", conn.ID, "delivery_id", ins.ID,
 		"event", d.Event, "status", status, "bytes", len(body))
 	httpapi.WriteJSON(w, http.StatusAccepted, ReceiptResponse{DeliveryID: ins.ID, Status: status})
+	rc.opts.Metrics.WebhookAcknowledged(conn.ID, received)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -119,6 +120,8 @@ type WorkerOptions struct {
 	// BusyDelay postpones a delivery whose entity another worker holds; the
 	// wait does not count as an attempt.
 	BusyDelay time.Duration
+	// Metrics, when set, records finished deliveries and their task actions.
+	Metrics *metrics.Metrics
 }
 
 func (o WorkerOptions) withDefaults() WorkerOptions {
@@ -512,6 +515,7 @@ func (w *Worker) finish(ctx context.Context, owner string, d store.Delivery) {
 		w.logger.ErrorContext(ctx, "record delivery outcome failed", "delivery_id", d.ID, "status", d.Status, "error", err)
 		return
 	}
+	w.opts.Metrics.DeliveryFinished(d)
 	w.logFinished(ctx, d)
 }
 

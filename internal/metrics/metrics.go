@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,7 @@ type Metrics struct {
 	retentionDeleted   *prometheus.CounterVec
 	deliveries         *prometheus.GaugeVec
 	oldestQueuedSecond prometheus.Gauge
+	inbox              *inboxGauges
 }
 
 // New registers every family, and the Go runtime and process collectors, on
@@ -89,8 +91,9 @@ func New(reg *prometheus.Registry) *Metrics {
 			Help: "Age of the oldest queued delivery; 0 when none is queued (read at most once per refresh interval).",
 		}),
 	}
+	m.inbox = &inboxGauges{m: m}
 	reg.MustRegister(m.webhookRequests, m.webhookAck, m.processing, m.taskActions, m.recoveryActions,
-		m.providerAPI, m.retentionDeleted, m.deliveries, m.oldestQueuedSecond,
+		m.providerAPI, m.retentionDeleted, m.inbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range statuses {
 		m.deliveries.WithLabelValues(s)
@@ -132,14 +135,15 @@ func (m *Metrics) WebhookAcknowledged(connection string, received time.Time) {
 	m.webhookAck.WithLabelValues(connection).Observe(time.Since(received).Seconds())
 }
 
-// DeliveryFinished records a delivery that reached a final status:
-// processing time since its receipt, and the task action it took (a failed
-// delivery took none).
-func (m *Metrics) DeliveryFinished(d store.Delivery, now time.Time) {
-	if m == nil {
+// DeliveryFinished records a delivery whose outcome was just written, when
+// it reached a final status (ProcessedAt set): the time from its receipt to
+// ProcessedAt, and the task action it took (a failed delivery took none).
+func (m *Metrics) DeliveryFinished(d store.Delivery) {
+	// A delivery put back, postponed or to be retried has not finished.
+	if m == nil || d.ProcessedAt == nil {
 		return
 	}
-	m.processing.WithLabelValues(d.ConnectionID).Observe(max(now.Sub(d.ReceivedAt).Seconds(), 0))
+	m.processing.WithLabelValues(d.ConnectionID).Observe(max(d.ProcessedAt.Sub(d.ReceivedAt).Seconds(), 0))
 	if action := TaskAction(d); action != "" {
 		m.taskActions.WithLabelValues(d.ConnectionID, action).Inc()
 	}
@@ -221,66 +225,130 @@ const DefaultStatsInterval = 15 * time.Second
 // statsTimeout bounds one read of the inbox statistics.
 const statsTimeout = 5 * time.Second
 
-// Inbox keeps the inbox gauges (gateway_deliveries,
-// gateway_delivery_oldest_queued_seconds) current. Counting the inbox reads
-// the whole table, so it is not done per scrape: Run reads it once an
-// interval and the gauges serve that reading, whatever the scrape rate.
-type Inbox struct {
-	m        *Metrics
+// inboxGauges serve gateway_deliveries and
+// gateway_delivery_oldest_queued_seconds. Counting the inbox reads the whole
+// table, so it is not done per scrape: a scrape reads the database only
+// when the last reading is older than the interval (one scrape at a time
+// does; the others wait for it and serve its result), whatever the scrape
+// rate. The oldest queued age is computed at each scrape from the cached
+// receipt time, so it keeps growing between readings.
+type inboxGauges struct {
+	m *Metrics
+
+	mu       sync.Mutex // serializes readings
 	st       StatsReader
 	now      func() time.Time
 	interval time.Duration
+	readAt   time.Time // zero: never read
+	oldest   time.Time
 }
 
-// NewInbox returns the gauges' refresher; interval <= 0 takes
-// DefaultStatsInterval.
-func NewInbox(m *Metrics, st StatsReader, now func() time.Time, interval time.Duration) *Inbox {
+// WatchInbox makes the inbox gauges read st, at most once per interval
+// (DefaultStatsInterval when <= 0); until then they stay zero.
+func (m *Metrics) WatchInbox(st StatsReader, now func() time.Time, interval time.Duration) {
+	if m == nil {
+		return
+	}
 	if interval <= 0 {
 		interval = DefaultStatsInterval
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Inbox{m: m, st: st, now: now, interval: interval}
+	g := m.inbox
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.st, g.now, g.interval, g.readAt = st, now, interval, time.Time{}
 }
 
-// Run refreshes the gauges once an interval until ctx ends. A failed read
-// keeps the last values (the scrape still answers; the next read retries).
-func (in *Inbox) Run(ctx context.Context) {
-	t := time.NewTicker(in.interval)
-	defer t.Stop()
-	for {
-		_ = in.Refresh(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// Describe implements prometheus.Collector.
+func (g *inboxGauges) Describe(ch chan<- *prometheus.Desc) {
+	g.m.deliveries.Describe(ch)
+	g.m.oldestQueuedSecond.Describe(ch)
+}
+
+// Collect implements prometheus.Collector: it refreshes a stale reading
+// first. A failed read keeps the last values (the next scrape retries).
+func (g *inboxGauges) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	if g.st != nil {
+		if now := g.now(); g.readAt.IsZero() || now.Sub(g.readAt) >= g.interval {
+			ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+			stats, err := g.st.DeliveryStats(ctx)
+			cancel()
+			if err == nil {
+				for _, s := range statuses {
+					g.m.deliveries.WithLabelValues(s).Set(float64(stats.ByStatus[s]))
+				}
+				g.oldest, g.readAt = stats.OldestQueuedAt, now
+			}
 		}
+		age := 0.0
+		if !g.oldest.IsZero() {
+			age = max(g.now().Sub(g.oldest).Seconds(), 0)
+		}
+		g.m.oldestQueuedSecond.Set(age)
 	}
+	g.mu.Unlock()
+	g.m.deliveries.Collect(ch)
+	g.m.oldestQueuedSecond.Collect(ch)
 }
 
-// Refresh reads the statistics once and sets the gauges.
-func (in *Inbox) Refresh(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
-	defer cancel()
-	stats, err := in.st.DeliveryStats(ctx)
-	if err != nil {
-		return err
+// ProviderTransport wraps rt (http.DefaultTransport when nil) to count each
+// request to provider's API under its status code; on a nil *Metrics it
+// returns rt unchanged.
+func (m *Metrics) ProviderTransport(provider string, rt http.RoundTripper) http.RoundTripper {
+	if m == nil {
+		return rt
 	}
-	in.set(stats)
-	return nil
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		code := 0
+		if err == nil {
+			code = resp.StatusCode
+		}
+		m.ProviderAPIRequest(provider, code)
+		return resp, err
+	})
 }
 
-func (in *Inbox) set(stats store.DeliveryStats) {
-	if in.m == nil {
-		return
-	}
-	for _, s := range statuses {
-		in.m.deliveries.WithLabelValues(s).Set(float64(stats.ByStatus[s]))
-	}
-	age := 0.0
-	if !stats.OldestQueuedAt.IsZero() {
-		age = max(in.now().Sub(stats.OldestQueuedAt).Seconds(), 0)
-	}
-	in.m.oldestQueuedSecond.Set(age)
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// StatusRecorder remembers the status an http.ResponseWriter was answered
+// with (200 when the handler wrote none).
+type StatusRecorder struct {
+	http.ResponseWriter
+	status int
 }
+
+// WriteHeader records the status and passes it on.
+func (s *StatusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Write passes b on; a first Write without WriteHeader answers 200.
+func (s *StatusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Status is the status answered, 200 when none was written.
+func (s *StatusRecorder) Status() int {
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *StatusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

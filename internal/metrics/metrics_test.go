@@ -24,19 +24,18 @@ func (f *fakeStats) DeliveryStats(context.Context) (store.DeliveryStats, error) 
 	return f.stats, f.err
 }
 
-func TestInboxGaugesServeTheCachedReading(t *testing.T) {
+func TestInboxGaugesReadOnceAnInterval(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
 	m := New(prometheus.NewRegistry())
 	st := &fakeStats{stats: store.DeliveryStats{
 		ByStatus:       map[string]int64{store.DeliveryQueued: 3, store.DeliverySucceeded: 7},
 		OldestQueuedAt: now.Add(-90 * time.Second),
 	}}
-	in := NewInbox(m, st, func() time.Time { return now }, time.Hour)
-	if err := in.Refresh(context.Background()); err != nil {
-		t.Fatalf("refresh: %v", err)
-	}
-	// Scrapes read the gauges, never the database.
+	m.WatchInbox(st, clock, time.Minute)
+
+	// Five scrapes within the interval: one database read.
 	for range 5 {
 		if _, err := m.Registry().Gather(); err != nil {
 			t.Fatalf("gather: %v", err)
@@ -57,32 +56,46 @@ func TestInboxGaugesServeTheCachedReading(t *testing.T) {
 		t.Errorf("oldest queued seconds = %v, want 90", got)
 	}
 
-	// A failed read keeps the last values.
-	st.err = errors.New("database down")
-	if err := in.Refresh(context.Background()); err == nil {
-		t.Fatal("refresh with a failing store: no error")
-	}
+	// Within the interval the cached reading is served, its age growing.
+	st.stats = store.DeliveryStats{ByStatus: map[string]int64{store.DeliveryQueued: 1}}
+	now = now.Add(30 * time.Second)
 	if got := value(t, m, "gateway_deliveries", "status", store.DeliveryQueued); got != 3 {
-		t.Errorf("queued after a failed read = %v, want 3 (the last reading)", got)
+		t.Errorf("queued within the interval = %v, want 3 (cached)", got)
+	}
+	if got := value(t, m, "gateway_delivery_oldest_queued_seconds"); got != 120 {
+		t.Errorf("oldest queued seconds 30s later = %v, want 120", got)
+	}
+
+	// Once the interval has passed, the next scrape reads again.
+	now = now.Add(30 * time.Second)
+	if got := value(t, m, "gateway_deliveries", "status", store.DeliveryQueued); got != 1 {
+		t.Errorf("queued after the interval = %v, want 1 (read again)", got)
+	}
+	if got := value(t, m, "gateway_delivery_oldest_queued_seconds"); got != 0 {
+		t.Errorf("oldest queued seconds with none queued = %v, want 0", got)
+	}
+	if got := st.reads.Load(); got != 2 {
+		t.Errorf("database reads = %d, want 2", got)
+	}
+
+	// A failed read keeps the last values, and the next scrape retries.
+	st.err = errors.New("database down")
+	now = now.Add(time.Minute)
+	if got := value(t, m, "gateway_deliveries", "status", store.DeliveryQueued); got != 1 {
+		t.Errorf("queued after a failed read = %v, want 1 (the last reading)", got)
+	}
+	st.err = nil
+	st.stats = store.DeliveryStats{ByStatus: map[string]int64{store.DeliveryQueued: 4}}
+	if got := value(t, m, "gateway_deliveries", "status", store.DeliveryQueued); got != 4 {
+		t.Errorf("queued after the store recovered = %v, want 4", got)
 	}
 }
 
-func TestInboxRunReadsOnceAnInterval(t *testing.T) {
+func TestInboxGaugesUnwatchedStayZero(t *testing.T) {
 	t.Parallel()
-	st := &fakeStats{stats: store.DeliveryStats{ByStatus: map[string]int64{}}}
-	in := NewInbox(New(prometheus.NewRegistry()), st, nil, time.Hour)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { in.Run(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for st.reads.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
-	// An hour's interval: the read at start, and no other.
-	if got := st.reads.Load(); got != 1 {
-		t.Errorf("reads = %d, want 1", got)
+	m := New(prometheus.NewRegistry())
+	if got := value(t, m, "gateway_deliveries", "status", store.DeliveryQueued); got != 0 {
+		t.Errorf("queued without a store = %v, want 0", got)
 	}
 }
 
@@ -118,7 +131,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.WebhookAnswered("gh", 202)
 	m.WebhookAcknowledged("gh", time.Now())
-	m.DeliveryFinished(store.Delivery{Status: store.DeliverySucceeded}, time.Now())
+	m.DeliveryFinished(store.Delivery{Status: store.DeliverySucceeded})
 	m.RecoveryAction("resume")
 	m.ProviderAPIRequest("github", 200)
 	m.RetentionDeleted("deliveries", 3)

@@ -24,6 +24,7 @@ import (
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
@@ -39,6 +40,8 @@ type Projector struct {
 	now    func() time.Time
 	// HTTPClient is used for provider API calls.
 	HTTPClient *http.Client
+	// Metrics, when set, counts the provider API requests.
+	Metrics *metrics.Metrics
 	// Interval is the idle poll period of Run.
 	Interval time.Duration
 }
@@ -227,6 +230,13 @@ func delay(attempt int, err error) time.Duration {
 	return d
 }
 
+// client is HTTPClient, its requests counted under provider in Metrics.
+func (p *Projector) client(provider string) *http.Client {
+	c := *p.HTTPClient
+	c.Transport = p.Metrics.ProviderTransport(provider, c.Transport)
+	return &c
+}
+
 // apiFetchers reads a PR/MR from its provider's API, keyed by the name of
 // each registered provider that has a projection.
 var apiFetchers = map[string]func(p *Projector, ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error){
@@ -267,7 +277,7 @@ func githubClient(hc *http.Client, conn config.Connection) (*gh.Client, error) {
 }
 
 func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	client, err := githubClient(p.HTTPClient, conn)
+	client, err := githubClient(p.client(conn.Provider), conn)
 	if err != nil {
 		return row, err
 	}
@@ -359,7 +369,7 @@ func retryAfterHeader(h http.Header, status int, now time.Time) time.Duration {
 }
 
 func (p *Projector) fetchGitLab(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	opts := []gitlab.ClientOptionFunc{gitlab.WithHTTPClient(p.HTTPClient), gitlab.WithoutRetries()}
+	opts := []gitlab.ClientOptionFunc{gitlab.WithHTTPClient(p.client(conn.Provider)), gitlab.WithoutRetries()}
 	if conn.APIBaseURL != "" {
 		opts = append(opts, gitlab.WithBaseURL(conn.APIBaseURL))
 	} else {

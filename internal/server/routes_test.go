@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
@@ -18,6 +19,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
@@ -61,6 +63,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		Suppressions:  ingest.NewSuppressions(st, logger),
 		Creations:     idempotency.NewOperators(coord, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
+		Metrics:       metrics.New(prometheus.NewRegistry()),
 		Authenticator: httpapi.NewAuthenticator(st, logger, now),
 		Logger:        logger,
 	})
@@ -183,7 +186,8 @@ func TestRoutingErrors(t *testing.T) {
 			{http.MethodGet, "/webhooks/github", http.StatusMethodNotAllowed, "POST"},
 			{http.MethodPost, "/api/v1/suppressions", http.StatusMethodNotAllowed, "DELETE, GET"},
 			{http.MethodGet, "/api/v1/nothing", http.StatusNotFound, ""},
-			{http.MethodGet, "/metrics", http.StatusNotFound, ""},
+			{http.MethodGet, "/nothing", http.StatusNotFound, ""},
+			{http.MethodPost, "/metrics", http.StatusMethodNotAllowed, "GET"},
 		}
 		for _, tt := range tests {
 			rec := httptest.NewRecorder()

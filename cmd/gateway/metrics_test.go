@@ -1,0 +1,113 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// TestMetrics runs a fixture flow through the real server and reads it back
+// from GET /metrics: the webhook answers under their codes, the create as a
+// task action, the processing time, and the inbox gauge.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		g := startGateway(t, newDatabaseURL(t, dialect))
+		h := hook{Conn: "github", Event: "issues", Body: githubIssueOpened(t, 7001, 71, "Metrics fixture")}
+		if d := g.process(t, h); d.Status != "succeeded" || d.action() != "create" {
+			t.Fatalf("delivery = %s %s, want succeeded create", d.Status, d.action())
+		}
+		status, _, err := g.postWebhook("github", h.header("not-the-secret"), h.Body)
+		if err != nil || status != http.StatusUnauthorized {
+			t.Fatalf("badly signed webhook = %d, %v; want 401", status, err)
+		}
+
+		families := g.scrape(t)
+		for _, tc := range []struct {
+			family string
+			labels map[string]string
+			check  func(*dto.Metric) bool
+			want   string
+		}{
+			{"gateway_webhook_requests_total", map[string]string{"connection": "github", "code": "202"}, counterAtLeast(1), ">= 1"},
+			{"gateway_webhook_requests_total", map[string]string{"connection": "github", "code": "401"}, counterAtLeast(1), ">= 1"},
+			{"gateway_webhook_ack_seconds", map[string]string{"connection": "github"}, histogramCountAtLeast(1), "count >= 1"},
+			{"gateway_task_actions_total", map[string]string{"connection": "github", "action": "create"}, counterAtLeast(1), ">= 1"},
+			{"gateway_delivery_processing_seconds", map[string]string{"connection": "github"}, histogramCountAtLeast(1), "count >= 1"},
+			{"gateway_deliveries", map[string]string{"status": "succeeded"}, gaugeAtLeast(1), ">= 1"},
+			{"gateway_delivery_oldest_queued_seconds", nil, gaugeAtLeast(0), ">= 0"},
+		} {
+			m := findMetric(families, tc.family, tc.labels)
+			if m == nil {
+				t.Errorf("%s%v: not exported", tc.family, tc.labels)
+				continue
+			}
+			if !tc.check(m) {
+				t.Errorf("%s%v = %v, want %s", tc.family, tc.labels, m, tc.want)
+			}
+		}
+		// The runtime and process collectors are registered too.
+		for _, name := range []string{"go_goroutines", "process_start_time_seconds"} {
+			if families[name] == nil {
+				t.Errorf("%s: not exported", name)
+			}
+		}
+	})
+}
+
+// scrape reads GET /metrics (no token) and parses the text format.
+func (g *gateway) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := g.client.Get(g.URL + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET /metrics = %d %s, want 200 text/plain", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return families
+}
+
+// findMetric returns the metric of family whose labels include labels.
+func findMetric(families map[string]*dto.MetricFamily, family string, labels map[string]string) *dto.Metric {
+	mf := families[family]
+	if mf == nil {
+		return nil
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+func counterAtLeast(n float64) func(*dto.Metric) bool {
+	return func(m *dto.Metric) bool { return m.GetCounter().GetValue() >= n }
+}
+
+func gaugeAtLeast(n float64) func(*dto.Metric) bool {
+	return func(m *dto.Metric) bool { return m.GetGauge() != nil && m.GetGauge().GetValue() >= n }
+}
+
+func histogramCountAtLeast(n uint64) func(*dto.Metric) bool {
+	return func(m *dto.Metric) bool { return m.GetHistogram().GetSampleCount() >= n }
+}
