@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -261,4 +262,46 @@ func TestPruneCLIUsage(t *testing.T) {
 			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want 2 and %q with the usage", tc.args, code, out, errOut, tc.want)
 		}
 	}
+}
+
+// TestServePrunes: a running gateway prunes at once when it starts (and
+// then every retention.interval), and counts what it deleted in
+// gateway_retention_deleted_total.
+func TestServePrunes(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		url := newDatabaseURL(t, dialect)
+		expired, _ := expiredDatabase(t, url)
+		g := startGateway(t, url)
+		deadline := time.Now().Add(30 * time.Second)
+		for len(present(t, url, expired)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the gateway did not prune within 30s: %v left", present(t, url, expired))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		want := []string{
+			`gateway_retention_deleted_total{kind="deliveries_failed"} 1`,
+			`gateway_retention_deleted_total{kind="deliveries_processed"} 2`,
+			`gateway_retention_deleted_total{kind="events"} 2`,
+		}
+		var body string
+		for {
+			resp, err := g.client.Get(g.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			missing := slices.DeleteFunc(slices.Clone(want), func(w string) bool { return strings.Contains(body, w) })
+			if len(missing) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET /metrics lacks %v:\n%s", missing, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 }

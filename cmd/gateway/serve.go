@@ -27,6 +27,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/projection"
+	"github.com/trackergateway/gateway/internal/retention"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/postgres"
@@ -316,6 +317,12 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	applier := ingest.New(lookupConn, ads, coord, svc, st, logger, now)
 	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4, Yield: receiver.Busy, Metrics: m})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
+	retain, err := cfg.Retention.Policy()
+	if err != nil {
+		return err
+	}
+	pruner := retention.New(st, logger, now, retain)
+	pruner.OnDeleted = m.RetentionDeleted
 
 	r := server.NewRouter(server.Deps{
 		Receiver:      receiver,
@@ -336,7 +343,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	// the listener closes; webhooks in flight finish and are committed (the
 	// receiver keeps committing until the HTTP server has stopped, so none
 	// is answered 503); the workers claim nothing more and finish the
-	// delivery in hand; recovery and projection stop. --shutdown-timeout
+	// delivery in hand; recovery, projection and retention stop. --shutdown-timeout
 	// bounds it all: when it expires, whatever still runs is cancelled. An
 	// upload not yet acknowledged then gets no 202 and its provider retries;
 	// nothing acknowledged is lost, as a 202 follows the commit. The run
@@ -347,13 +354,14 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	defer stopReceiver()
 	backgroundCtx, stopBackground := context.WithCancel(hardCtx)
 	defer stopBackground()
-	// Derived work (processing, recovery, projection) commits with deferred
+	// Derived work (processing, recovery, projection, retention) commits with deferred
 	// sync; the inbox and REST writes always sync (store.WithDeferredSync).
 	var receiving, working, background sync.WaitGroup
 	receiving.Go(func() { _ = receiver.Run(receiverCtx) })
 	working.Go(func() { _ = worker.Run(store.WithDeferredSync(hardCtx)) })
 	background.Go(func() { recoverer.Run(store.WithDeferredSync(backgroundCtx)) })
 	background.Go(func() { projector.Run(store.WithDeferredSync(backgroundCtx)) })
+	background.Go(func() { pruner.Run(store.WithDeferredSync(backgroundCtx)) })
 	waitAll := func() {
 		receiving.Wait()
 		working.Wait()
