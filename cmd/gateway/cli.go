@@ -9,16 +9,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/store"
 )
 
 func envOr(env Env, key, def string) string {
@@ -29,55 +30,85 @@ func envOr(env Env, key, def string) string {
 }
 
 func defaultURL(env Env) string {
-	return "http://" + envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080")
+	return listenURL(envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080"))
 }
 
 var sendUsage = usageText{
 	line: "send --connection ID --file PAYLOAD [flags]",
-	summary: "Signs a payload as the connection's provider would and posts it to the gateway. The secret comes\n" +
-		"from --secret, the provider's GATEWAY_<PROVIDER>_SECRET, the configuration file, or the secret the\n" +
-		"gateway generated in the local database.",
-	example: "gateway send --connection github --file fixtures/github/issues.opened.json",
+	summary: "Signs a payload as the connection's provider would and posts it to the gateway. It finds the\n" +
+		"connection, its provider and its secret as serve does, with the same flags and environment: with a\n" +
+		"configuration file (--config or GATEWAY_CONFIG) the connection's provider and first secret (${VAR}\n" +
+		"expanded); without one the connection is a provider (github, gitlab, jira) whose secret is\n" +
+		"GATEWAY_<PROVIDER>_SECRET or the one the gateway generated in its database (--database-url or\n" +
+		"GATEWAY_DATABASE_URL). The event is read from the payload unless --event names it. With --wait it\n" +
+		"then follows the delivery (with the admin token) and prints its final status and the task it touched.",
+	example: "gateway send --connection github --file fixtures/github/issues.opened.json\n" +
+		"gateway send --config gateway.yaml --connection gh-main --file payload.json --wait",
+}
+
+// sendFlags are send's flags; the ones serve also has take the same
+// environment variables and defaults.
+type sendFlags struct {
+	conn, file, event, secret, deliveryKey  string
+	target, listen, configPath, databaseURL string
+	adminToken                              string
+	wait                                    bool
+	waitTimeout                             time.Duration
 }
 
 // send signs and posts a payload exactly as the provider would.
 func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
+	var f sendFlags
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	conn := fs.String("connection", "", "connection id (zero-config: github, gitlab or jira)")
-	file := fs.String("file", "", "payload file (e.g. fixtures/github/issues.opened.json)")
-	event := fs.String("event", "", "event type header (GitHub X-GitHub-Event, GitLab X-Gitlab-Event); inferred when omitted")
-	target := fs.String("url", defaultURL(env), "gateway base URL")
-	secret := fs.String("secret", "", "webhook secret (default: $GATEWAY_<PROVIDER>_SECRET, the config's first secret, or the one the gateway generated in the local database)")
-	cfgPath := fs.String("config", envOr(env, "GATEWAY_CONFIG", ""), "YAML config (to find the connection's provider and secret)")
-	dbURL := fs.String("database-url", envOr(env, "GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "database holding generated secrets")
-	deliveryKey := fs.String("delivery", "", "delivery id header to send (default: random, like a new delivery)")
+	fs.StringVar(&f.conn, "connection", "", "connection id (zero-config: github, gitlab or jira)")
+	fs.StringVar(&f.file, "file", "", "payload file (e.g. fixtures/github/issues.opened.json)")
+	fs.StringVar(&f.event, "event", "", "event header value (GitHub X-GitHub-Event, GitLab X-Gitlab-Event); default: read from the payload")
+	fs.StringVar(&f.target, "url", "", "gateway base URL (default: http:// and the listen address)")
+	fs.StringVar(&f.listen, "listen", envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080"), "the gateway's listen address, the default of --url (env GATEWAY_LISTEN)")
+	fs.StringVar(&f.secret, "secret", "", "webhook secret (default: the config's first secret, else $GATEWAY_<PROVIDER>_SECRET or the one generated in the database)")
+	fs.StringVar(&f.configPath, "config", envOr(env, "GATEWAY_CONFIG", ""), "YAML config file serve runs with (env GATEWAY_CONFIG)")
+	fs.StringVar(&f.databaseURL, "database-url", envOr(env, "GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "database serve runs on, holding the generated secrets (env GATEWAY_DATABASE_URL)")
+	fs.StringVar(&f.deliveryKey, "delivery", "", "delivery id header to send (default: random, like a new delivery)")
+	fs.BoolVar(&f.wait, "wait", false, "wait until the delivery is processed and print its status and task (needs the admin token)")
+	fs.DurationVar(&f.waitTimeout, "wait-timeout", 30*time.Second, "how long --wait waits")
+	fs.StringVar(&f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin token, for --wait (env GATEWAY_ADMIN_TOKEN)")
 	if err := parseFlags(fs, sendUsage, args, stdout, stderr); err != nil {
 		return err
 	}
 	switch {
-	case *conn == "" || *file == "":
+	case f.conn == "" || f.file == "":
 		return usageError(stderr, fs, sendUsage, "--connection and --file are required")
 	case fs.NArg() > 0:
 		return usageError(stderr, fs, sendUsage, "unexpected argument %q", fs.Arg(0))
+	case f.wait && f.adminToken == "":
+		return usageError(stderr, fs, sendUsage, "--wait needs the admin token: --admin-token or GATEWAY_ADMIN_TOKEN")
+	case f.wait && f.waitTimeout <= 0:
+		return usageError(stderr, fs, sendUsage, "--wait-timeout must be positive")
 	}
-	body, err := os.ReadFile(*file)
+	if f.target == "" {
+		f.target = listenURL(f.listen)
+	}
+	body, err := os.ReadFile(f.file)
 	if err != nil {
 		return fmt.Errorf("read payload: %w", err)
 	}
-	provider, key, err := resolveSender(ctx, *conn, *cfgPath, *dbURL, *secret, env)
+	provider, key, err := resolveSender(ctx, f, env)
 	if err != nil {
 		return err
 	}
 	h := http.Header{}
-	// A provider without an event header (Jira) names the event in the body.
-	if ev := inferEvent(provider.Name, *event, *file, body); ev != "" && provider.EventHeader != "" {
+	if provider.EventHeader != "" {
+		ev, err := inferEvent(provider, f.event, body)
+		if err != nil {
+			return err
+		}
 		h.Set(provider.EventHeader, ev)
 	}
-	if *deliveryKey != "" {
-		h.Set(provider.DeliveryKeyHeader, *deliveryKey)
+	if f.deliveryKey != "" {
+		h.Set(provider.DeliveryKeyHeader, f.deliveryKey)
 	}
 	provider.Adapter.Sign(h, body, []byte(key))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(*target, "/")+"/webhooks/"+url.PathEscape(*conn), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(f.target, "/")+"/webhooks/"+url.PathEscape(f.conn), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -93,87 +124,196 @@ func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 	if resp.StatusCode >= 300 {
 		return fmt.Errorf("gateway answered %s", resp.Status)
 	}
-	return nil
+	if !f.wait {
+		return nil
+	}
+	var receipt struct {
+		DeliveryID string `json:"delivery_id"`
+	}
+	if err := json.Unmarshal(out, &receipt); err != nil || receipt.DeliveryID == "" {
+		return fmt.Errorf("read the receipt %q: no delivery_id", out)
+	}
+	return waitDelivery(ctx, f, receipt.DeliveryID, stdout)
 }
 
-// resolveSender finds the connection's provider and a secret to sign with.
-func resolveSender(ctx context.Context, conn, cfgPath, dbURL, secret string, env Env) (providers.Provider, string, error) {
-	name := conn
-	var cfgSecret string
-	if cfgPath != "" {
-		cfg, err := config.Load(cfgPath)
+// listenURL is the base URL of a gateway listening on addr; an unspecified
+// host (":8080", "0.0.0.0:8080") is reached on the loopback address.
+func listenURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// resolveSender finds the connection's provider and the secret to sign with,
+// as serve would: from the configuration file when there is one, else from
+// the zero-config connections (the environment or the database's generated
+// secret).
+func resolveSender(ctx context.Context, f sendFlags, env Env) (providers.Provider, string, error) {
+	if f.configPath != "" {
+		cfg, err := config.LoadEnv(f.configPath, env)
 		if err != nil {
 			return providers.Provider{}, "", err
 		}
-		c, ok := cfg.Connection(conn)
+		c, ok := cfg.Connection(f.conn)
 		if !ok {
-			return providers.Provider{}, "", fmt.Errorf("connection %q is not in %s", conn, cfgPath)
+			ids := make([]string, len(cfg.Connections))
+			for i, c := range cfg.Connections {
+				ids[i] = c.ID
+			}
+			return providers.Provider{}, "", fmt.Errorf("connection %q is not in %s (its connections: %s)", f.conn, f.configPath, strings.Join(ids, ", "))
 		}
-		name = c.Provider
-		if s := c.SecretBytes(); len(s) > 0 {
-			cfgSecret = string(s[0])
+		provider, _ := providers.Lookup(c.Provider) // the config is validated
+		if f.secret != "" {
+			return provider, f.secret, nil
 		}
+		return provider, string(c.SecretBytes()[0]), nil
 	}
-	provider, ok := providers.Lookup(name)
+	provider, ok := providers.Lookup(f.conn)
 	if !ok {
-		return providers.Provider{}, "", fmt.Errorf("unknown provider %q (without --config, the connection is a provider: %s)",
-			name, strings.Join(providers.Names(), ", "))
+		return providers.Provider{}, "", fmt.Errorf("unknown connection %q: without a configuration file (--config or GATEWAY_CONFIG) the connections are %s",
+			f.conn, strings.Join(providers.Names(), ", "))
 	}
-	envName := provider.SecretEnv
-	switch {
-	case secret != "":
-		return provider, secret, nil
-	case envOr(env, envName, "") != "":
-		return provider, envOr(env, envName, ""), nil
-	case cfgSecret != "":
-		return provider, cfgSecret, nil
+	if f.secret != "" {
+		return provider, f.secret, nil
 	}
-	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
-		if _, err := os.Stat(path); err != nil {
-			return providers.Provider{}, "", fmt.Errorf("no secret: pass --secret or set %s", envName)
+	if v := envOr(env, provider.SecretEnv, ""); v != "" {
+		return provider, v, nil
+	}
+	noSecret := fmt.Errorf("no secret for connection %s: set %s or --secret, or --database-url (or GATEWAY_DATABASE_URL) to the database the gateway runs on (%s has none)",
+		f.conn, provider.SecretEnv, f.databaseURL)
+	if path, ok := strings.CutPrefix(f.databaseURL, "sqlite:"); ok {
+		// Opening would create an empty database where there is none.
+		if _, err := os.Stat(strings.TrimPrefix(path, "//")); err != nil {
+			return providers.Provider{}, "", noSecret
 		}
 	}
-	st, err := openStore(ctx, dbURL, slog.New(slog.DiscardHandler))
+	st, err := openStore(ctx, f.databaseURL, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return providers.Provider{}, "", err
+		return providers.Provider{}, "", fmt.Errorf("read the generated secret: %w", err)
 	}
 	defer st.Close()
-	s, err := st.GetGeneratedSecret(ctx, envName)
+	s, err := st.GetGeneratedSecret(ctx, provider.SecretEnv)
 	if err != nil {
-		return providers.Provider{}, "", fmt.Errorf("no secret for %s: pass --secret or set %s", conn, envName)
+		if errors.Is(err, store.ErrNotFound) {
+			return providers.Provider{}, "", noSecret
+		}
+		return providers.Provider{}, "", fmt.Errorf("read the generated secret: %w", err)
 	}
 	return provider, s, nil
 }
 
-// inferEvent derives the event header from the fixture name (GitHub:
-// "issues.opened.json" → "issues") or the body (GitLab object_kind).
-func inferEvent(provider, event, file string, body []byte) string {
+// inferEvent is the event header value: --event, else what the provider's
+// adapter reads from the payload.
+func inferEvent(provider providers.Provider, event string, body []byte) (string, error) {
 	if event != "" {
-		return event
+		return event, nil
 	}
-	switch provider {
-	case connectors.ProviderGitHub:
-		name := filepath.Base(file)
-		if i := strings.IndexByte(name, '.'); i > 0 {
-			return name[:i]
+	if ev, ok := provider.EventFromPayload(body); ok {
+		return ev, nil
+	}
+	return "", fmt.Errorf("cannot tell the %s event from the payload: pass --event (the %s value)", provider.Name, provider.EventHeader)
+}
+
+// finalStatuses are the delivery statuses processing does not leave.
+var finalStatuses = []string{"succeeded", "ignored", "suppressed", "failed"}
+
+// waitDelivery polls the delivery until its status is final (at most
+// f.waitTimeout), prints it with the task it touched, and fails when the
+// delivery failed.
+func waitDelivery(ctx context.Context, f sendFlags, id string, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, f.waitTimeout)
+	defer cancel()
+	var d struct {
+		Event     string  `json:"event"`
+		Status    string  `json:"status"`
+		Attempts  int     `json:"attempts"`
+		LastError *string `json:"last_error"`
+		Outcome   *struct {
+			TaskID     *string `json:"task_id"`
+			ExternalID *string `json:"external_id"`
+			Action     *string `json:"action"`
+		} `json:"outcome"`
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := getAPI(ctx, f, "/api/v1/deliveries/"+url.PathEscape(id), &d); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("delivery %s not processed within %s (--wait-timeout)", id, f.waitTimeout)
+			}
+			return fmt.Errorf("read delivery %s: %w", id, err)
 		}
-	case connectors.ProviderGitLab:
-		var probe struct {
-			ObjectKind string `json:"object_kind"`
+		if slices.Contains(finalStatuses, d.Status) {
+			break
 		}
-		_ = json.Unmarshal(body, &probe)
-		switch probe.ObjectKind {
-		case "issue":
-			return "Issue Hook"
-		case "merge_request":
-			return "Merge Request Hook"
-		case "note":
-			return "Note Hook"
-		case "push":
-			return "Push Hook"
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("delivery %s is still %s after %s (--wait-timeout)", id, d.Status, f.waitTimeout)
+		case <-tick.C:
 		}
 	}
-	return ""
+	deref := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	if d.Status == "failed" {
+		fmt.Fprintf(stdout, "delivery %s (%s): failed after %d attempt(s): %s\n", id, d.Event, d.Attempts, deref(d.LastError))
+		return fmt.Errorf("delivery %s failed", id)
+	}
+	var taskID, externalID, action string
+	if d.Outcome != nil {
+		taskID, externalID, action = deref(d.Outcome.TaskID), deref(d.Outcome.ExternalID), deref(d.Outcome.Action)
+	}
+	fmt.Fprintf(stdout, "delivery %s (%s): %s", id, d.Event, d.Status)
+	if action != "" {
+		fmt.Fprintf(stdout, " (action %s)", action)
+	}
+	fmt.Fprintln(stdout)
+	if taskID == "" {
+		return nil
+	}
+	var tk struct {
+		Identifier string `json:"identifier"`
+		Title      string `json:"title"`
+		ExternalID string `json:"external_id"`
+	}
+	if err := getAPI(ctx, f, "/api/v1/tasks/"+url.PathEscape(taskID), &tk); err != nil {
+		// A delete leaves no task to read: say which one it was.
+		fmt.Fprintf(stdout, "task %s (%s): %v\n", taskID, externalID, err)
+		return nil
+	}
+	fmt.Fprintf(stdout, "task %s %q (%s, id %s)\n", tk.Identifier, tk.Title, tk.ExternalID, taskID)
+	return nil
+}
+
+// getAPI GETs an operator API path with the admin token and decodes the
+// JSON answer into out.
+func getAPI(ctx context.Context, f sendFlags, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(f.target, "/")+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+f.adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("gateway answered %s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	return json.Unmarshal(b, out)
 }
 
 // apiCall performs an operator request and prints the JSON answer.
