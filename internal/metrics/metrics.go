@@ -45,6 +45,7 @@ type Metrics struct {
 	deliveries         *prometheus.GaugeVec
 	oldestQueuedSecond prometheus.Gauge
 	inbox              *inboxGauges
+	handler            http.Handler
 }
 
 // New registers every family, and the Go runtime and process collectors, on
@@ -92,6 +93,7 @@ func New(reg *prometheus.Registry) *Metrics {
 		}),
 	}
 	m.inbox = &inboxGauges{m: m}
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	reg.MustRegister(m.webhookRequests, m.webhookAck, m.processing, m.taskActions, m.recoveryActions,
 		m.providerAPI, m.retentionDeleted, m.inbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -105,9 +107,14 @@ func New(reg *prometheus.Registry) *Metrics {
 var statuses = []string{store.DeliveryQueued, store.DeliveryProcessing, store.DeliveryRetrying,
 	store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed, store.DeliveryFailed}
 
-// ServeHTTP serves GET /metrics in the Prometheus text format.
+// ServeHTTP serves GET /metrics in the Prometheus text format (404 on a
+// nil *Metrics: a router built without metrics).
 func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	if m == nil {
+		http.NotFound(w, r)
+		return
+	}
+	m.handler.ServeHTTP(w, r)
 }
 
 // Registry is the registry the families are registered on.

@@ -3,6 +3,8 @@ package metrics
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,6 +137,15 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.RecoveryAction("resume")
 	m.ProviderAPIRequest("github", 200)
 	m.RetentionDeleted("deliveries", 3)
+	m.WatchInbox(nil, nil, 0)
+	if got := m.ProviderTransport("github", http.DefaultTransport); got != http.DefaultTransport {
+		t.Errorf("nil metrics wrapped the transport")
+	}
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("GET /metrics on nil metrics = %d, want 404", rec.Code)
+	}
 }
 
 func TestCounters(t *testing.T) {
@@ -192,4 +203,46 @@ func value(t *testing.T, m *Metrics, family string, labels ...string) float64 {
 	}
 	t.Fatalf("%s%v: not gathered", family, labels)
 	return 0
+}
+
+func TestProviderTransportCountsByStatus(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	m := New(prometheus.NewRegistry())
+	client := &http.Client{Transport: m.ProviderTransport("github", nil)}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := client.Get("http://127.0.0.1:0/"); err == nil {
+		t.Fatal("a request to port 0 succeeded")
+	}
+	for _, code := range []string{"429", "error"} {
+		if got := value(t, m, "gateway_provider_api_requests_total", "provider", "github", "code", code); got != 1 {
+			t.Errorf("provider API requests{code=%q} = %v, want 1", code, got)
+		}
+	}
+}
+
+func TestStatusRecorder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		handler func(w http.ResponseWriter)
+		want    int
+	}{
+		{"WriteHeader", func(w http.ResponseWriter) { w.WriteHeader(http.StatusAccepted); w.WriteHeader(http.StatusOK) }, http.StatusAccepted},
+		{"Write alone", func(w http.ResponseWriter) { _, _ = w.Write([]byte("x")) }, http.StatusOK},
+		{"nothing", func(http.ResponseWriter) {}, http.StatusOK},
+	} {
+		rec := &StatusRecorder{ResponseWriter: httptest.NewRecorder()}
+		tc.handler(rec)
+		if got := rec.Status(); got != tc.want {
+			t.Errorf("%s: Status() = %d, want %d", tc.name, got, tc.want)
+		}
+	}
 }
