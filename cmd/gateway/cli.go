@@ -318,16 +318,33 @@ func getAPI(ctx context.Context, f sendFlags, path string, out any) error {
 
 // apiCall performs an operator request and prints the JSON answer.
 func apiCall(ctx context.Context, env Env, target, token, method, path string, stdout io.Writer) error {
+	return apiRequest(ctx, target, token, method, path, nil, stdout)
+}
+
+// apiRequest performs an operator request, with body as JSON unless nil,
+// and prints the answer: the one place operator output is written.
+func apiRequest(ctx context.Context, target, token, method, path string, body any, stdout io.Writer) error {
 	if token == "" {
 		return errors.New("an admin token is required: --admin-token or GATEWAY_ADMIN_TOKEN")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(target, "/")+path, nil)
+	var payload io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		payload = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(target, "/")+path, payload)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -357,19 +374,20 @@ func operatorFlags(name string, env Env) (*flag.FlagSet, *string, *string) {
 
 var (
 	deliveriesUsage = usageText{
-		line: "deliveries list|get ID|replay ID [flags]",
+		line: "deliveries list|get ID|replay [ID] [flags]",
 		summary: "Operator tools for webhook deliveries, through the operator API with the admin token.\n\n" +
 			"subcommands:\n" +
-			"  list        list deliveries (filter by status or connection)\n" +
+			"  list        list deliveries (filter by status, connection, event, time, error or external ID)\n" +
 			"  get ID      show one delivery: status, outcome, headers (secrets removed) and body\n" +
-			"  replay ID   process a finished delivery again\n\n" +
+			"  replay ID   process a finished delivery again\n" +
+			"  replay      process again the finished deliveries the filters match (bulk replay)\n\n" +
 			"Run \"gateway deliveries <subcommand> -h\" for a subcommand's flags.",
 		example: "gateway deliveries list --status failed",
 	}
 	deliveriesListUsage = usageText{
 		line:    "deliveries list [flags]",
-		summary: "Lists deliveries, one page at a time (--cursor takes the next page).",
-		example: "gateway deliveries list --status failed --limit 20",
+		summary: "Lists deliveries, newest first, one page at a time (--cursor takes the next page); every filter\ngiven applies.",
+		example: "gateway deliveries list --status failed --connection github --since 2h --limit 20",
 	}
 	deliveriesGetUsage = usageText{
 		line:    "deliveries get ID [flags]",
@@ -377,13 +395,46 @@ var (
 		example: "gateway deliveries get 0193a5e2-8c1f-7d4e-9b2a-3f6c8d1e2a4b",
 	}
 	deliveriesReplayUsage = usageText{
-		line:    "deliveries replay ID [flags]",
-		summary: "Queues a finished delivery again: it is processed with today's code and configuration and never\nre-verified.",
-		example: "gateway deliveries replay 0193a5e2-8c1f-7d4e-9b2a-3f6c8d1e2a4b",
+		line: "deliveries replay ID | replay --FILTER VALUE... [--dry-run] [--max N] [flags]",
+		summary: "Queues a finished delivery again, or with filters and no ID every finished delivery they match\n" +
+			"(newest first, at most --max; queued, processing and retrying ones are skipped). A replayed delivery\n" +
+			"is processed with today's code and configuration and never re-verified. --dry-run counts and\n" +
+			"changes nothing.",
+		example: "gateway deliveries replay --status failed --connection github --since 2h --dry-run",
 	}
 )
 
-// deliveries: list [--status S] [--connection C] [--limit N] [--cursor X] | get ID | replay ID.
+// deliveryFilterFlags registers the delivery filters (the API's, with
+// --since for a received_after relative to now) and returns what reads
+// them once parsed, as the API names them, the empty ones left out.
+func deliveryFilterFlags(fs *flag.FlagSet) func() (map[string]string, error) {
+	status := fs.String("status", "", "filter by status: queued, processing, retrying, succeeded, ignored, suppressed or failed")
+	conn := fs.String("connection", "", "filter by connection")
+	event := fs.String("event", "", "filter by event (e.g. issues, or issues.opened once processed)")
+	since := fs.Duration("since", 0, "received within this long before now (e.g. 2h); sets received_after")
+	after := fs.String("received-after", "", "received at or after this RFC 3339 time")
+	before := fs.String("received-before", "", "received at or before this RFC 3339 time")
+	errContains := fs.String("error-contains", "", "filter by a substring of the last error (ignoring case)")
+	extID := fs.String("external-id", "", "filter by the external ID of the delivery's outcome")
+	return func() (map[string]string, error) {
+		if *since < 0 || (*since > 0 && *after != "") {
+			return nil, errors.New("--since must be positive, and not given with --received-after")
+		}
+		if *since > 0 {
+			*after = time.Now().Add(-*since).UTC().Format(time.RFC3339Nano)
+		}
+		out := map[string]string{}
+		for k, v := range map[string]string{"status": *status, "connection": *conn, "event": *event, "received_after": *after,
+			"received_before": *before, "error_contains": *errContains, "external_id": *extID} {
+			if v != "" {
+				out[k] = v
+			}
+		}
+		return out, nil
+	}
+}
+
+// deliveries: list [filters] [--limit N] [--cursor X] | get ID | replay ID | replay filters [--dry-run] [--max N].
 func deliveries(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return needSubcommand("deliveries", deliveriesUsage, args, stdout, stderr)
@@ -391,8 +442,7 @@ func deliveries(ctx context.Context, args []string, env Env, stdout, stderr io.W
 	switch args[0] {
 	case "list":
 		fs, target, token := operatorFlags("deliveries list", env)
-		status := fs.String("status", "", "filter by status: queued, processing, retrying, succeeded, ignored, suppressed or failed")
-		conn := fs.String("connection", "", "filter by connection")
+		filters := deliveryFilterFlags(fs)
 		limit := fs.String("limit", "", "page size")
 		cursor := fs.String("cursor", "", "next_cursor of the previous page")
 		if err := parseFlags(fs, deliveriesListUsage, args[1:], stdout, stderr); err != nil {
@@ -401,30 +451,59 @@ func deliveries(ctx context.Context, args []string, env Env, stdout, stderr io.W
 		if fs.NArg() > 0 {
 			return usageError(stderr, fs, deliveriesListUsage, "unexpected argument %q", fs.Arg(0))
 		}
+		f, err := filters()
+		if err != nil {
+			return usageError(stderr, fs, deliveriesListUsage, "%v", err)
+		}
 		q := url.Values{}
-		for k, v := range map[string]string{"status": *status, "connection": *conn, "limit": *limit, "cursor": *cursor} {
+		for k, v := range f {
+			q.Set(k, v)
+		}
+		for k, v := range map[string]string{"limit": *limit, "cursor": *cursor} {
 			if v != "" {
 				q.Set(k, v)
 			}
 		}
 		return apiCall(ctx, env, *target, *token, http.MethodGet, "/api/v1/deliveries?"+q.Encode(), stdout)
-	case "get", "replay":
-		u := deliveriesGetUsage
-		if args[0] == "replay" {
-			u = deliveriesReplayUsage
-		}
-		fs, target, token := operatorFlags("deliveries "+args[0], env)
-		if err := parseFlags(fs, u, idLast(args[1:]), stdout, stderr); err != nil {
+	case "get":
+		fs, target, token := operatorFlags("deliveries get", env)
+		if err := parseFlags(fs, deliveriesGetUsage, idLast(args[1:]), stdout, stderr); err != nil {
 			return err
 		}
 		if fs.NArg() != 1 {
-			return usageError(stderr, fs, u, "exactly one delivery ID is required")
+			return usageError(stderr, fs, deliveriesGetUsage, "exactly one delivery ID is required")
 		}
-		path := "/api/v1/deliveries/" + url.PathEscape(fs.Arg(0))
-		if args[0] == "replay" {
-			return apiCall(ctx, env, *target, *token, http.MethodPost, path+"/replay", stdout)
+		return apiCall(ctx, env, *target, *token, http.MethodGet, "/api/v1/deliveries/"+url.PathEscape(fs.Arg(0)), stdout)
+	case "replay":
+		u := deliveriesReplayUsage
+		fs, target, token := operatorFlags("deliveries replay", env)
+		filters := deliveryFilterFlags(fs)
+		dryRun := fs.Bool("dry-run", false, "bulk: count what would be replayed, change nothing")
+		limit := fs.Int("max", 0, "bulk: replay at most this many of the newest matches (default: the gateway's, 10000)")
+		if err := parseFlags(fs, u, idLast(args[1:]), stdout, stderr); err != nil {
+			return err
 		}
-		return apiCall(ctx, env, *target, *token, http.MethodGet, path, stdout)
+		f, err := filters()
+		if err != nil {
+			return usageError(stderr, fs, u, "%v", err)
+		}
+		bulk := len(f) > 0 || *dryRun || *limit != 0
+		switch {
+		case fs.NArg() > 1 || (fs.NArg() == 1 && bulk):
+			return usageError(stderr, fs, u, "exactly one delivery ID is required to replay one delivery, or none with filters to replay many")
+		case fs.NArg() == 1:
+			return apiCall(ctx, env, *target, *token, http.MethodPost, "/api/v1/deliveries/"+url.PathEscape(fs.Arg(0))+"/replay", stdout)
+		case len(f) == 0:
+			return usageError(stderr, fs, u, "a delivery ID, or at least one filter to replay many, is required")
+		}
+		body := map[string]any{"dry_run": *dryRun}
+		for k, v := range f {
+			body[k] = v
+		}
+		if *limit != 0 {
+			body["max"] = *limit
+		}
+		return apiRequest(ctx, *target, *token, http.MethodPost, "/api/v1/deliveries/replay", body, stdout)
 	}
 	return usageError(stderr, flag.NewFlagSet("deliveries", flag.ContinueOnError), deliveriesUsage, "unknown subcommand %q", args[0])
 }
