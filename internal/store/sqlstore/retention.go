@@ -47,11 +47,12 @@ func (q queries) CountExpiredDeliveries(ctx context.Context, statuses []string, 
 }
 
 // DeleteExpiredDeliveries picks its batch once (a materialized CTE: as an
-// IN subquery PostgreSQL may run it again and delete more than limit), and
-// repeats the predicate outside it: on
-// PostgreSQL a row a replay requeued after the subquery read it is checked
-// again, in its new version, before it is deleted (and SKIP LOCKED passes
-// over a row being requeued right now). SQLite has one writer.
+// IN subquery PostgreSQL may run it again and delete more than limit) and
+// deletes it by primary key. A delivery replayed meanwhile is never
+// deleted: on PostgreSQL the batch's FOR UPDATE skips a row being requeued
+// right now, re-checks the predicate on one requeued since the statement
+// began, and holds the rows it took until the delete commits; SQLite has
+// one writer.
 func (q queries) DeleteExpiredDeliveries(ctx context.Context, statuses []string, finishedBefore time.Time, limit int) (int64, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
@@ -61,7 +62,7 @@ func (q queries) DeleteExpiredDeliveries(ctx context.Context, statuses []string,
 	}
 	args = append(args, limit)
 	n, err := q.ex.Exec(ctx, fmt.Sprintf(`WITH batch AS MATERIALIZED (SELECT id FROM deliveries WHERE %s LIMIT $%d%s)
-		DELETE FROM deliveries WHERE %s AND id IN (SELECT id FROM batch)`, where, len(args), q.d.SkipLocked(), where), args...)
+		DELETE FROM deliveries WHERE id IN (SELECT id FROM batch)`, where, len(args), q.d.SkipLocked()), args...)
 	return n, q.wrap("delete expired deliveries", err)
 }
 
