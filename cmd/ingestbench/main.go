@@ -58,7 +58,8 @@ func main() {
 	senders := flag.Int("senders", 64, "concurrent senders for the throughput phase")
 	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
-	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once)")
+	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept)")
+	pruneRows := flag.Int("prune-rows", 100_000, "expired deliveries the prune phase seeds")
 	rounds := flag.Int("rounds", 1, "run the phases this many times, in turn, and report each round and the medians (the VM's speed drifts between runs)")
 	flag.Parse()
 	phases := map[string]bool{}
@@ -80,6 +81,9 @@ func main() {
 	for i := range max(*rounds, 1) {
 		fmt.Printf("\n== round %d\n", i+1)
 		results = append(results, b.round(phases, *senders, *duration))
+		if phases["prune"] {
+			fmt.Println(b.prunePhase(*pruneRows, *duration))
+		}
 	}
 	if len(results) > 1 {
 		summarize(results)
@@ -192,6 +196,10 @@ type bench struct {
 	tmpl       *template
 	seq        atomic.Int64
 	run_       int
+	// seed, when set, fills a run's fresh database before the gateway
+	// starts; config is appended to the run's YAML (the prune phase).
+	seed   func(dbURL string)
+	config string
 }
 
 type gateway struct {
@@ -233,7 +241,10 @@ func (b *bench) run(name string, ceiling bool, fn func(*gateway)) *gateway {
   - {id: bench, task_prefix: BENCH}
 connections:
   - {id: gh, provider: github, host: github.com, workspace: bench, secrets: ["`+secret+`"]}
-`), 0o600)
+`+b.config), 0o600)
+		if b.seed != nil {
+			b.seed(db)
+		}
 		args := []string{"serve", "--listen", "127.0.0.1:0", "--database-url", db, "--config", cfg, "--admin-token", adminToken, "--log-level", "warn"}
 		cmd = exec.Command(b.bin, append(args, b.extra...)...)
 	}
