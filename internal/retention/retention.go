@@ -35,9 +35,12 @@ const LeaseName = "retention"
 
 // Defaults of a Pruner's tuning.
 const (
-	DefaultBatchSize = 500
-	DefaultPause     = 20 * time.Millisecond
-	DefaultLease     = 2 * time.Minute
+	DefaultBatchSize   = 500
+	DefaultBatchTarget = 25 * time.Millisecond
+	DefaultPause       = 20 * time.Millisecond
+	DefaultLease       = 2 * time.Minute
+	// minBatch is the smallest batch a slow database shrinks batches to.
+	minBatch = 10
 )
 
 // ErrBusy: another pruner holds the lease (or took it over from this one).
@@ -64,7 +67,13 @@ type Pruner struct {
 	Consumers []string
 	// BatchSize is the most rows one delete transaction removes.
 	BatchSize int
-	// Pause is the wait between two batches.
+	// BatchTarget is how long one batch should hold the database: a batch
+	// that takes longer halves the next one's size (down to 10 rows), one
+	// that takes under half of it doubles it (up to BatchSize).
+	BatchTarget time.Duration
+	// Pause is the least wait between two batches; the wait is at least as
+	// long as the batch took, so pruning never has the database more than
+	// half the time, and slows down when the database is slow.
 	Pause time.Duration
 	// Lease is how long the job lease lasts; the pruner renews it before
 	// each batch, so a pruner that dies holds it no longer than this.
@@ -72,13 +81,17 @@ type Pruner struct {
 	// OnDeleted, when set, is told every batch's deletions (the
 	// gateway_retention_deleted_total counter).
 	OnDeleted func(kind string, n int64)
+
+	// elapsed measures a batch (time.Since; tests replace it).
+	elapsed func(began time.Time) time.Duration
 }
 
 // New returns a pruner with the policy and the default tuning.
 func New(st store.Store, logger *slog.Logger, now func() time.Time, policy config.RetentionPolicy) *Pruner {
 	return &Pruner{st: st, logger: logger, now: func() time.Time { return now().UTC() }, policy: policy,
 		owner: uuid.NewString(), Consumers: []string{projection.Consumer},
-		BatchSize: DefaultBatchSize, Pause: DefaultPause, Lease: DefaultLease}
+		BatchSize: DefaultBatchSize, BatchTarget: DefaultBatchTarget, Pause: DefaultPause, Lease: DefaultLease,
+		elapsed: time.Since}
 }
 
 // Run runs a pass at once and then every policy interval until ctx ends. A
@@ -166,6 +179,8 @@ func (p *Pruner) RunOnce(ctx context.Context, dryRun bool) (Counts, error) {
 			p.logger.Warn("release retention lease", "error", err)
 		}
 	}()
+	size, floor := p.BatchSize, min(minBatch, p.BatchSize)
+	var took time.Duration // by the last batch
 	first := true
 	for _, k := range p.kinds(&c) {
 		if k.keep <= 0 {
@@ -174,7 +189,7 @@ func (p *Pruner) RunOnce(ctx context.Context, dryRun bool) (Counts, error) {
 		before := start.Add(-k.keep)
 		for {
 			if !first {
-				if err := p.pause(ctx); err != nil {
+				if err := p.pause(ctx, max(p.Pause, took)); err != nil {
 					return c, err
 				}
 				if err := p.renew(ctx); err != nil {
@@ -182,7 +197,11 @@ func (p *Pruner) RunOnce(ctx context.Context, dryRun bool) (Counts, error) {
 				}
 			}
 			first = false
-			n, err := k.delete(ctx, before, p.BatchSize)
+			// Wall time, not the injected clock: this paces the real
+			// database.
+			began := time.Now()
+			n, err := k.delete(ctx, before, size)
+			took = p.elapsed(began)
 			if err != nil {
 				return c, fmt.Errorf("prune %s: %w", k.name, err)
 			}
@@ -190,8 +209,14 @@ func (p *Pruner) RunOnce(ctx context.Context, dryRun bool) (Counts, error) {
 			if n > 0 && p.OnDeleted != nil {
 				p.OnDeleted(k.name, n)
 			}
-			if n < int64(p.BatchSize) {
+			if n < int64(size) {
 				break
+			}
+			switch {
+			case p.BatchTarget > 0 && took > p.BatchTarget:
+				size = max(size/2, floor)
+			case took < p.BatchTarget/2:
+				size = min(size*2, p.BatchSize)
 			}
 		}
 	}
@@ -212,11 +237,11 @@ func (p *Pruner) renew(ctx context.Context) error {
 }
 
 // pause yields between batches: other writers get the database.
-func (p *Pruner) pause(ctx context.Context) error {
-	if p.Pause <= 0 {
+func (p *Pruner) pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(p.Pause)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -351,6 +353,39 @@ func TestRunStopsOnCancel(t *testing.T) {
 		ok, err := s.AcquireJobLease(context.Background(), retention.LeaseName, "other", now, now.Add(time.Minute))
 		if err != nil || !ok {
 			t.Errorf("lease after Run stopped: %v, %v; want it free", ok, err)
+		}
+	})
+}
+
+// TestBatchesFollowTheDatabase: a batch slower than BatchTarget halves the
+// next one (down to 10 rows), one faster than half of it doubles it (up to
+// BatchSize).
+func TestBatchesFollowTheDatabase(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, s *sqlstore.Store) {
+		t.Parallel()
+		for i := range 100 {
+			finished(t, s, "expired-"+strconv.Itoa(i), store.DeliverySucceeded, 8*day)
+		}
+		p := newPruner(s, policy)
+		p.BatchSize, p.BatchTarget = 40, 10*time.Millisecond
+		// The first three batches are slow, the rest fast.
+		var sizes []int64
+		retention.SetElapsed(p, func(time.Time) time.Duration {
+			if len(sizes) < 3 {
+				return 20 * time.Millisecond
+			}
+			return 0
+		})
+		p.OnDeleted = func(kind string, n int64) { sizes = append(sizes, n) }
+		got, err := p.RunOnce(context.Background(), false)
+		must(t, err)
+		if got.DeliveriesProcessed != 100 {
+			t.Errorf("deleted %d, want 100", got.DeliveriesProcessed)
+		}
+		// 40 slow → 20 slow → 10 slow (the floor) → 10 fast → 20, the rest.
+		if want := []int64{40, 20, 10, 10, 20}; !slices.Equal(sizes, want) {
+			t.Errorf("batches = %v, want %v", sizes, want)
 		}
 	})
 }
