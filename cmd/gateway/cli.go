@@ -92,7 +92,7 @@ func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 	if err != nil {
 		return fmt.Errorf("read payload: %w", err)
 	}
-	provider, key, err := resolveSender(ctx, f, env)
+	provider, key, from, err := resolveSender(ctx, f, env)
 	if err != nil {
 		return err
 	}
@@ -121,10 +121,12 @@ func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	fmt.Fprintf(stdout, "%s %s", resp.Status, out)
-	if resp.StatusCode >= 300 {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return fmt.Errorf("gateway answered %s: it refused %s", resp.Status, from)
+	case resp.StatusCode >= 300:
 		return fmt.Errorf("gateway answered %s", resp.Status)
-	}
-	if !f.wait {
+	case !f.wait:
 		return nil
 	}
 	var receipt struct {
@@ -152,12 +154,14 @@ func listenURL(addr string) string {
 // resolveSender finds the connection's provider and the secret to sign with,
 // as serve would: from the configuration file when there is one, else from
 // the zero-config connections (the environment or the database's generated
-// secret).
-func resolveSender(ctx context.Context, f sendFlags, env Env) (providers.Provider, string, error) {
+// secret). from says where the secret came from and what to set when the
+// gateway refuses it.
+func resolveSender(ctx context.Context, f sendFlags, env Env) (provider providers.Provider, secret, from string, err error) {
+	const given = "the secret given with --secret"
 	if f.configPath != "" {
 		cfg, err := config.LoadEnv(f.configPath, env)
 		if err != nil {
-			return providers.Provider{}, "", err
+			return providers.Provider{}, "", "", err
 		}
 		c, ok := cfg.Connection(f.conn)
 		if !ok {
@@ -165,46 +169,58 @@ func resolveSender(ctx context.Context, f sendFlags, env Env) (providers.Provide
 			for i, c := range cfg.Connections {
 				ids[i] = c.ID
 			}
-			return providers.Provider{}, "", fmt.Errorf("connection %q is not in %s (its connections: %s)", f.conn, f.configPath, strings.Join(ids, ", "))
+			return providers.Provider{}, "", "", fmt.Errorf("connection %q is not in %s (its connections: %s)", f.conn, f.configPath, strings.Join(ids, ", "))
 		}
 		provider, _ := providers.Lookup(c.Provider) // the config is validated
 		if f.secret != "" {
-			return provider, f.secret, nil
+			return provider, f.secret, given, nil
 		}
-		return provider, string(c.SecretBytes()[0]), nil
+		return provider, string(c.SecretBytes()[0]), fmt.Sprintf("the first secret of connection %s in %s: --config (or GATEWAY_CONFIG) must name the file the gateway runs with, its variables set as the gateway has them",
+			f.conn, f.configPath), nil
 	}
 	provider, ok := providers.Lookup(f.conn)
 	if !ok {
-		return providers.Provider{}, "", fmt.Errorf("unknown connection %q: without a configuration file (--config or GATEWAY_CONFIG) the connections are %s",
+		return providers.Provider{}, "", "", fmt.Errorf("unknown connection %q: without a configuration file (--config or GATEWAY_CONFIG) the connections are %s",
 			f.conn, strings.Join(providers.Names(), ", "))
 	}
 	if f.secret != "" {
-		return provider, f.secret, nil
+		return provider, f.secret, given, nil
 	}
 	if v := envOr(env, provider.SecretEnv, ""); v != "" {
-		return provider, v, nil
+		return provider, v, fmt.Sprintf("the secret in %s: set it as the gateway has it, or pass --secret", provider.SecretEnv), nil
 	}
+	dbURL := redactURL(f.databaseURL)
 	noSecret := fmt.Errorf("no secret for connection %s: set %s or --secret, or --database-url (or GATEWAY_DATABASE_URL) to the database the gateway runs on (%s has none)",
-		f.conn, provider.SecretEnv, f.databaseURL)
+		f.conn, provider.SecretEnv, dbURL)
 	if path, ok := strings.CutPrefix(f.databaseURL, "sqlite:"); ok {
 		// Opening would create an empty database where there is none.
 		if _, err := os.Stat(strings.TrimPrefix(path, "//")); err != nil {
-			return providers.Provider{}, "", noSecret
+			return providers.Provider{}, "", "", noSecret
 		}
 	}
 	st, err := openStore(ctx, f.databaseURL, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return providers.Provider{}, "", fmt.Errorf("read the generated secret: %w", err)
+		return providers.Provider{}, "", "", fmt.Errorf("read the generated secret: %w", err)
 	}
 	defer st.Close()
 	s, err := st.GetGeneratedSecret(ctx, provider.SecretEnv)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return providers.Provider{}, "", noSecret
+			return providers.Provider{}, "", "", noSecret
 		}
-		return providers.Provider{}, "", fmt.Errorf("read the generated secret: %w", err)
+		return providers.Provider{}, "", "", fmt.Errorf("read the generated secret: %w", err)
 	}
-	return provider, s, nil
+	return provider, s, fmt.Sprintf("the secret generated in %s: set --database-url (or GATEWAY_DATABASE_URL) to the database the gateway runs on, %s, or --secret",
+		dbURL, provider.SecretEnv), nil
+}
+
+// redactURL hides a database URL's password for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
 }
 
 // inferEvent is the event header value: --event, else what the provider's

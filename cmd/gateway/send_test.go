@@ -139,9 +139,34 @@ func TestSendZeroConfig(t *testing.T) {
 			checkSend(t, env, tc, 0)
 		}
 
+		// A secret the gateway refuses: the 401, and what to set.
+		code, out := runSend(map[string]string{"GATEWAY_LISTEN": addr, "GATEWAY_GITHUB_SECRET": "stale"},
+			"--connection", "github", "--file", payloadCopy(t, "github/issues.edited.json"))
+		if code != 1 || !strings.Contains(out, "401") || !strings.Contains(out, "it refused the secret in GATEWAY_GITHUB_SECRET") {
+			t.Errorf("send with a stale GATEWAY_GITHUB_SECRET: exit %d, output:\n%s\nwant 1, the 401 and the variable", code, out)
+		}
+		// Another database's generated secret (a stale ./data/gateway.db):
+		// the 401 says to point GATEWAY_DATABASE_URL at the gateway's.
+		stale := "sqlite:" + filepath.Join(t.TempDir(), "gateway.db")
+		st, err := openMigrated(context.Background(), storeFlags{databaseURL: stale}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = st.EnsureGeneratedSecret(context.Background(), "GATEWAY_GITHUB_SECRET", "stale-generated", time.Now())
+		st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out = runSend(map[string]string{"GATEWAY_LISTEN": addr, "GATEWAY_DATABASE_URL": stale},
+			"--connection", "github", "--file", payloadCopy(t, "github/issues.edited.json"))
+		if code != 1 || !strings.Contains(out, "401") || !strings.Contains(out, "it refused the secret generated in "+stale) ||
+			!strings.Contains(out, "GATEWAY_DATABASE_URL") {
+			t.Errorf("send with another database's secret: exit %d, output:\n%s\nwant 1, the 401 and GATEWAY_DATABASE_URL", code, out)
+		}
+
 		// A delivery that fails: its status and error, and exit 1.
 		bad := payloadFile(t, []byte(`{"action":"opened","issue":{"id":7},"repository":{}}`))
-		code, out := runSend(env, "--connection", "github", "--file", bad, "--wait")
+		code, out = runSend(env, "--connection", "github", "--file", bad, "--wait")
 		if code != 1 || !regexp.MustCompile(`(?m)^delivery \S+ \(issues\): failed after 1 attempt\(s\): .*malformed`).MatchString(out) {
 			t.Errorf("send of a malformed issue --wait: exit %d, output:\n%s\nwant exit 1 and the failure", code, out)
 		}
@@ -265,6 +290,19 @@ func TestSendErrorsNameWhatToSet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"postgres://gateway:hunter2@db/gateway": "postgres://gateway:xxxxx@db/gateway",
+		"postgres://gateway@db/gateway":         "postgres://gateway@db/gateway",
+		"sqlite:./data/gateway.db":              "sqlite:./data/gateway.db",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
