@@ -610,6 +610,7 @@ func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
 		{"received before", store.DeliveryFilter{ReceivedBefore: epoch}, "idx_deliveries_received"},
 		{"error contains", store.DeliveryFilter{ErrorContains: "x"}, "idx_deliveries_errors"},
 		{"a page after a cursor", store.DeliveryFilter{Status: store.DeliveryFailed, BeforeReceivedAt: epoch, BeforeID: uuid.NewString()}, "idx_deliveries_status"},
+		{"status and connection", store.DeliveryFilter{Status: store.DeliveryFailed, ConnectionID: "gh"}, "idx_deliveries_connection_status"},
 		{"a plain page after a cursor", store.DeliveryFilter{BeforeReceivedAt: epoch, BeforeID: uuid.NewString()}, "idx_deliveries_received"},
 	}
 	// A page after a cursor starts in the index at the cursor, not at the
