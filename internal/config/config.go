@@ -142,8 +142,18 @@ func Parse(raw []byte, lookup func(string) (string, bool)) (Config, error) {
 
 // parse is Parse with label prefixing every error.
 func parse(raw []byte, lookup func(string) (string, bool), label string) (Config, error) {
-	text, err := Expand(string(raw), lookup)
+	var unset []string
+	text, err := Expand(string(raw), func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if !ok {
+			unset = append(unset, name)
+		}
+		return v, ok
+	})
 	if err != nil {
+		if line := lineOf(raw, "${"+unset[0]+"}"); line > 0 {
+			return Config{}, fmt.Errorf("%s: line %d: %w", label, line, err)
+		}
 		return Config{}, fmt.Errorf("%s: %w", label, err)
 	}
 	var c Config
@@ -431,6 +441,15 @@ func errorLine(root *yaml.Node, err error) int {
 		}
 	}
 	return entry.Line
+}
+
+// lineOf is the line of the first occurrence of sub in text, 0 when none.
+func lineOf(text []byte, sub string) int {
+	i := strings.Index(string(text), sub)
+	if i < 0 {
+		return 0
+	}
+	return strings.Count(string(text[:i]), "\n") + 1
 }
 
 // mappingValue is the value of key in a mapping node, nil when absent.

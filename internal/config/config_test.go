@@ -264,6 +264,11 @@ connections:
 		name, text string
 		want       []string // substrings of the error
 	}{
+		{"unset variable", head + `  - id: gh-other
+    provider: github
+    workspace: eng
+    secrets: ["${NOT_SET_ANYWHERE}"]
+`, []string{"line 13:", "NOT_SET_ANYWHERE"}},
 		{"syntax", head + "    host: github.com: x\n", []string{"line 10:", "mapping values"}},
 		{"unknown key", head + "    bogus: 1\n", []string{"line 10", "bogus"}},
 		{"unknown workspace", head + `  - id: gl-main
