@@ -26,7 +26,16 @@ func TestMetrics(t *testing.T) {
 			t.Fatalf("badly signed webhook = %d, %v; want 401", status, err)
 		}
 
+		// A made-up connection is counted, but not under its own name.
+		status, _, err = g.postWebhook("made-up-connection", h.header(githubSecret), h.Body)
+		if err != nil || status != http.StatusNotFound {
+			t.Fatalf("webhook to an unknown connection = %d, %v; want 404", status, err)
+		}
+
 		families := g.scrape(t)
+		if m := findMetric(families, "gateway_webhook_requests_total", map[string]string{"connection": "made-up-connection"}); m != nil {
+			t.Errorf("an unknown connection's ID became a label: %v", m)
+		}
 		for _, tc := range []struct {
 			family string
 			labels map[string]string
@@ -35,6 +44,7 @@ func TestMetrics(t *testing.T) {
 		}{
 			{"gateway_webhook_requests_total", map[string]string{"connection": "github", "code": "202"}, counterAtLeast(1), ">= 1"},
 			{"gateway_webhook_requests_total", map[string]string{"connection": "github", "code": "401"}, counterAtLeast(1), ">= 1"},
+			{"gateway_webhook_requests_total", map[string]string{"connection": "unknown", "code": "404"}, counterAtLeast(1), ">= 1"},
 			{"gateway_webhook_ack_seconds", map[string]string{"connection": "github"}, histogramCountAtLeast(1), "count >= 1"},
 			{"gateway_task_actions_total", map[string]string{"connection": "github", "action": "create"}, counterAtLeast(1), ">= 1"},
 			{"gateway_delivery_processing_seconds", map[string]string{"connection": "github"}, histogramCountAtLeast(1), "count >= 1"},
