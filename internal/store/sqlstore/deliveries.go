@@ -341,11 +341,14 @@ func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner str
 // and the replay serialize on the row (PostgreSQL re-checks the predicate
 // once the claim's row lock is released; SQLite has one writer), and the
 // one that comes second sees the other's status. $1 is now; the caller
-// appends the ids it selects.
+// appends the ids it selects. The guard reads status || '' so that no
+// planner looks the rows up by status: SQLite, given a batch of a thousand
+// ids, would otherwise walk every finished delivery in the status index
+// (measured: 52 s instead of seconds for 100k at 200k stored).
 const requeueDeliveries = `UPDATE deliveries SET status = 'queued', attempts = 0, last_error = NULL,
 	next_attempt_at = $1, lease_owner = NULL, lease_expires_at = NULL, processed_at = NULL,
 	outcome_task_id = NULL, outcome_external_id = NULL, outcome_action = NULL, outcome_result = NULL
-	WHERE status IN ('succeeded', 'ignored', 'suppressed', 'failed') AND `
+	WHERE status || '' IN ('succeeded', 'ignored', 'suppressed', 'failed') AND `
 
 func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) (store.Delivery, bool, error) {
 	ctx, cancel := withDeadline(ctx)
