@@ -1047,3 +1047,35 @@ func TestOperatorBulkReplaysRaceEachOtherAndClaims(t *testing.T) {
 		}
 	})
 }
+
+// TestOperatorBulkReplayDefaultMax: without max, a bulk replay considers
+// the newest 10,000 matches. (The store's handling of max is in the
+// conformance suite, on both dialects.)
+func TestOperatorBulkReplayDefaultMax(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.DialectSQLite)
+	clock := newTestClock()
+	var ds []store.Delivery
+	for i := range DefaultReplayMax + 1 {
+		ds = append(ds, store.Delivery{ConnectionID: connFake, Provider: fakeProvider, Event: "issue", DeliveryKey: "m" + strconv.Itoa(i),
+			Headers: `{}`, Body: []byte(`{}`), ReceivedAt: clock.Now().Add(time.Duration(i) * time.Millisecond)})
+	}
+	if _, err := st.InsertDeliveries(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	bulkRouter(NewOperators(st, testLogger(t), clock.Now)).ServeHTTP(rec,
+		httptest.NewRequest(http.MethodPost, "/api/v1/deliveries/replay", strings.NewReader(`{"connection":"`+connFake+`","dry_run":true}`)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status = %d (%s)", rec.Code, rec.Body)
+	}
+	got := decodeBulk(t, rec.Body.Bytes())
+	if got.Matched != DefaultReplayMax || got.Skipped != DefaultReplayMax || len(got.Deliveries) != 20 ||
+		got.Deliveries[0].DeliveryKey != "m"+strconv.Itoa(DefaultReplayMax) {
+		t.Errorf("matched %d, skipped %d, %d shown (first %s); want the newest %d, 20 shown", got.Matched, got.Skipped,
+			len(got.Deliveries), got.Deliveries[0].DeliveryKey, DefaultReplayMax)
+	}
+	if DefaultReplayMax != 10000 {
+		t.Errorf("DefaultReplayMax = %d, want 10000 (docs/design.md)", DefaultReplayMax)
+	}
+}
