@@ -1,7 +1,7 @@
 // Command gateway is the tracker gateway: `gateway serve` runs it, `gateway
 // migrate` applies the schema, `gateway send` signs and posts a payload as a
-// provider would, `gateway deliveries|suppressions` are operator tools and
-// `gateway version` says which build this is. Every command answers -h and
+// provider would, `gateway deliveries|suppressions|prune` are operator tools
+// and `gateway version` says which build this is. Every command answers -h and
 // --help. This package wires components and parses flags; the logic lives
 // in internal/ and connectors/.
 package main
