@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -235,9 +234,6 @@ func inferEvent(provider providers.Provider, event string, body []byte) (string,
 	return "", fmt.Errorf("cannot tell the %s event from the payload: pass --event (the %s value)", provider.Name, provider.EventHeader)
 }
 
-// finalStatuses are the delivery statuses processing does not leave.
-var finalStatuses = []string{"succeeded", "ignored", "suppressed", "failed"}
-
 // waitDelivery polls the delivery until its status is final (at most
 // f.waitTimeout), prints it with the task it touched, and fails when the
 // delivery failed.
@@ -264,7 +260,7 @@ func waitDelivery(ctx context.Context, f sendFlags, id string, stdout io.Writer)
 			}
 			return fmt.Errorf("read delivery %s: %w", id, err)
 		}
-		if slices.Contains(finalStatuses, d.Status) {
+		if store.IsFinished(d.Status) {
 			break
 		}
 		select {

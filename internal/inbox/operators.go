@@ -17,12 +17,6 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
-// Statuses is every delivery status, the values the status filter accepts.
-var Statuses = []string{
-	store.DeliveryQueued, store.DeliveryProcessing, store.DeliverySucceeded, store.DeliveryIgnored,
-	store.DeliverySuppressed, store.DeliveryRetrying, store.DeliveryFailed,
-}
-
 // shownSecretHeaders are removed from headers shown to operators, in case a
 // row was stored before a header became secret: every registered
 // provider's secret headers and the ones no delivery keeps.
@@ -125,14 +119,6 @@ func optional(s string) *string {
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-func isFinal(status string) bool {
-	switch status {
-	case store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed, store.DeliveryFailed:
-		return true
-	}
-	return false
-}
-
 // NewDeliveryJSON renders a delivery's summary.
 func NewDeliveryJSON(d store.Delivery) DeliveryJSON {
 	out := DeliveryJSON{
@@ -146,7 +132,7 @@ func NewDeliveryJSON(d store.Delivery) DeliveryJSON {
 		LastError:   optional(d.LastError),
 		ReceivedAt:  rfc3339(d.ReceivedAt),
 	}
-	if !isFinal(d.Status) && !d.NextAttemptAt.IsZero() {
+	if !store.IsFinished(d.Status) && !d.NextAttemptAt.IsZero() {
 		out.NextAttemptAt = optional(rfc3339(d.NextAttemptAt))
 	}
 	if d.ProcessedAt != nil && d.Status != store.DeliveryFailed {
@@ -220,7 +206,7 @@ func parseFilter(value func(name string) string) (store.DeliveryFilter, error) {
 		}
 	}
 	if f.Status != "" && !validStatus(f.Status) {
-		return f, failure.New(failure.Invalid, "invalid status %q: want one of %s", f.Status, strings.Join(Statuses, ", "))
+		return f, failure.New(failure.Invalid, "invalid status %q: want one of %s", f.Status, strings.Join(store.DeliveryStatuses, ", "))
 	}
 	return f, nil
 }
@@ -270,7 +256,7 @@ func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
 }
 
 func validStatus(s string) bool {
-	for _, v := range Statuses {
+	for _, v := range store.DeliveryStatuses {
 		if s == v {
 			return true
 		}

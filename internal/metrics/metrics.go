@@ -97,15 +97,11 @@ func New(reg *prometheus.Registry) *Metrics {
 	reg.MustRegister(m.webhookRequests, m.webhookAck, m.processing, m.taskActions, m.recoveryActions,
 		m.providerAPI, m.retentionDeleted, m.inbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, s := range statuses {
+	for _, s := range store.DeliveryStatuses {
 		m.deliveries.WithLabelValues(s)
 	}
 	return m
 }
-
-// statuses are every delivery status: each is exported, zero when empty.
-var statuses = []string{store.DeliveryQueued, store.DeliveryProcessing, store.DeliveryRetrying,
-	store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed, store.DeliveryFailed}
 
 // ServeHTTP serves GET /metrics in the Prometheus text format (404 on a
 // nil *Metrics: a router built without metrics).
@@ -284,7 +280,7 @@ func (g *inboxGauges) Collect(ch chan<- prometheus.Metric) {
 			stats, err := g.st.DeliveryStats(ctx)
 			cancel()
 			if err == nil {
-				for _, s := range statuses {
+				for _, s := range store.DeliveryStatuses {
 					g.m.deliveries.WithLabelValues(s).Set(float64(stats.ByStatus[s]))
 				}
 				g.oldest, g.readAt = stats.OldestQueuedAt, now

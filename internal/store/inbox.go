@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -15,6 +16,17 @@ const (
 	DeliveryRetrying   = "retrying"
 	DeliveryFailed     = "failed"
 )
+
+// DeliveryStatuses is every delivery status.
+var DeliveryStatuses = []string{DeliveryQueued, DeliveryProcessing, DeliverySucceeded,
+	DeliveryIgnored, DeliverySuppressed, DeliveryRetrying, DeliveryFailed}
+
+// FinishedStatuses are the statuses processing does not leave: only a
+// replay (or retention) touches a delivery in one of them.
+var FinishedStatuses = []string{DeliverySucceeded, DeliveryIgnored, DeliverySuppressed, DeliveryFailed}
+
+// IsFinished reports whether status is one of FinishedStatuses.
+func IsFinished(status string) bool { return slices.Contains(FinishedStatuses, status) }
 
 // Delivery is an inbox row: the raw webhook as received, and its processing
 // state.

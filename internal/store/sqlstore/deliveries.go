@@ -360,7 +360,7 @@ func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner str
 const requeueDeliveries = `UPDATE deliveries SET status = 'queued', attempts = 0, last_error = NULL,
 	next_attempt_at = $1, lease_owner = NULL, lease_expires_at = NULL, processed_at = NULL,
 	outcome_task_id = NULL, outcome_external_id = NULL, outcome_action = NULL, outcome_result = NULL
-	WHERE status || '' IN ('succeeded', 'ignored', 'suppressed', 'failed') AND `
+	WHERE status || '' IN ` + finishedList + ` AND `
 
 func (q queries) RequeueDelivery(ctx context.Context, id string, now time.Time) (store.Delivery, bool, error) {
 	ctx, cancel := withDeadline(ctx)
@@ -406,7 +406,7 @@ func (q queries) RequeueDeliveries(ctx context.Context, r store.BulkRequeue) (st
 		}
 		var finished []string
 		for i, id := range ids {
-			if isFinished(statuses[i]) {
+			if store.IsFinished(statuses[i]) {
 				finished = append(finished, id)
 			}
 		}
@@ -428,14 +428,6 @@ func (q queries) RequeueDeliveries(ctx context.Context, r store.BulkRequeue) (st
 	var err error
 	res.Shown, err = q.deliveriesByID(ctx, shown)
 	return res, err
-}
-
-func isFinished(status string) bool {
-	switch status {
-	case store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed, store.DeliveryFailed:
-		return true
-	}
-	return false
 }
 
 // matchPage reads the ids and statuses of one page of f, and its last row.

@@ -13,7 +13,11 @@ import (
 // finishedPredicate is the predicate of idx_deliveries_finished, repeated
 // verbatim in the pruner's queries: SQLite uses a partial index only for a
 // query whose WHERE contains the index's own terms.
-const finishedPredicate = `status IN ('succeeded', 'ignored', 'suppressed', 'failed')`
+const finishedPredicate = `status IN ` + finishedList
+
+// finishedList is store.FinishedStatuses as an SQL list (its order is
+// what idx_deliveries_finished was created with).
+const finishedList = `('succeeded', 'ignored', 'suppressed', 'failed')`
 
 // expiredDeliveries is the WHERE clause of the expired deliveries in
 // statuses, with the finish time as $1 and the statuses from $2; it refuses

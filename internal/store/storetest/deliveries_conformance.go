@@ -498,7 +498,7 @@ func testRequeueDeliveries(t *testing.T, s store.Store) {
 	for _, d := range all {
 		if d.ConnectionID == "gh" {
 			ghIDs = append(ghIDs, d.ID)
-			if isFinishedStatus(d.Status) {
+			if store.IsFinished(d.Status) {
 				ghFinished = append(ghFinished, d.ID)
 			}
 		}
@@ -553,7 +553,7 @@ func testRequeueDeliveries(t *testing.T, s store.Store) {
 	for _, d := range stored() {
 		before := byID[d.ID]
 		switch {
-		case d.ConnectionID == "gh" && isFinishedStatus(before.Status), slices.Contains(failed[:2], d.ID):
+		case d.ConnectionID == "gh" && store.IsFinished(before.Status), slices.Contains(failed[:2], d.ID):
 			if d.Status != store.DeliveryQueued || d.Attempts != 0 || d.OutcomeExternalID != "" || !d.NextAttemptAt.Equal(now) {
 				t.Errorf("%s (%s) after the replay: %+v, want queued afresh", d.DeliveryKey, before.Status, d)
 			}
@@ -569,10 +569,6 @@ func testRequeueDeliveries(t *testing.T, s store.Store) {
 	if none.Matched != 0 || none.Requeued != 0 || none.Skipped != 0 || len(none.Shown) != 0 {
 		t.Errorf("requeue of nothing = %+v", none)
 	}
-}
-
-func isFinishedStatus(s string) bool {
-	return s == store.DeliverySucceeded || s == store.DeliveryIgnored || s == store.DeliverySuppressed || s == store.DeliveryFailed
 }
 
 func ids(ds []store.Delivery) []string {

@@ -41,7 +41,7 @@ func testExpiredDeliveries(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	old, recent := epoch, epoch.Add(time.Hour)
 	ids := map[string]string{}
-	for _, st := range []string{store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed, store.DeliveryFailed} {
+	for _, st := range store.FinishedStatuses {
 		ids["old-"+st] = finishedAt(t, s, "old-"+st, st, old)
 		ids["recent-"+st] = finishedAt(t, s, "recent-"+st, st, recent)
 	}
