@@ -9,6 +9,17 @@ import (
 	"github.com/google/uuid"
 )
 
+// TrimPage cuts rows, read with one more than limit to learn whether a next
+// page exists, to the page, and returns the cursor after its last row ("" on
+// the last page).
+func TrimPage[T any](rows []T, limit int, cursorAfter func(T) string) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, cursorAfter(rows[limit-1])
+}
+
 // EncodeCursor is the opaque list cursor after a row ordered by (time, id):
 // base64url of "<unix micros>:<uuid>".
 func EncodeCursor(t time.Time, id string) string {

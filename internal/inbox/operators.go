@@ -205,7 +205,7 @@ func parseFilter(value func(name string) string) (store.DeliveryFilter, error) {
 			*times[name] = t
 		}
 	}
-	if f.Status != "" && !validStatus(f.Status) {
+	if f.Status != "" && !slices.Contains(store.DeliveryStatuses, f.Status) {
 		return f, failure.New(failure.Invalid, "invalid status %q: want one of %s", f.Status, strings.Join(store.DeliveryStatuses, ", "))
 	}
 	return f, nil
@@ -243,25 +243,13 @@ func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := DeliveryListJSON{Deliveries: make([]DeliveryJSON, 0, min(len(ds), limit))}
-	if len(ds) > limit {
-		ds = ds[:limit]
-		out.NextCursor = EncodeCursor(ds[len(ds)-1])
-	}
+	ds, next := httpapi.TrimPage(ds, limit, EncodeCursor)
+	out := DeliveryListJSON{Deliveries: make([]DeliveryJSON, 0, len(ds)), NextCursor: next}
 	for _, d := range ds {
 		out.Deliveries = append(out.Deliveries, NewDeliveryJSON(d))
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 	return nil
-}
-
-func validStatus(s string) bool {
-	for _, v := range store.DeliveryStatuses {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
 
 var errDeliveryNotFound = failure.New(failure.NotFound, "delivery not found")

@@ -83,10 +83,11 @@ func (s *Suppressions) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	resp := map[string]any{}
-	if len(list) > limit {
-		list = list[:limit]
-		last := list[limit-1]
-		resp["next_cursor"] = httpapi.EncodeKeyCursor(last.WorkspaceID, last.ExternalID)
+	list, next := httpapi.TrimPage(list, limit, func(s store.Suppression) string {
+		return httpapi.EncodeKeyCursor(s.WorkspaceID, s.ExternalID)
+	})
+	if next != "" {
+		resp["next_cursor"] = next
 	}
 	items := make([]SuppressionJSON, 0, len(list))
 	for _, sup := range list {

@@ -328,10 +328,9 @@ func (a *API) ListTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := map[string]any{}
-	if len(ts) > limit {
-		ts = ts[:limit]
-		last := ts[limit-1]
-		resp["next_cursor"] = httpapi.EncodeCursor(last.CreatedAt, last.ID)
+	ts, next := httpapi.TrimPage(ts, limit, func(t store.Task) string { return httpapi.EncodeCursor(t.CreatedAt, t.ID) })
+	if next != "" {
+		resp["next_cursor"] = next
 	}
 	items := make([]TaskJSON, 0, len(ts))
 	for _, t := range ts {
