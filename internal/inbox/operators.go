@@ -20,13 +20,7 @@ import (
 // shownSecretHeaders are removed from headers shown to operators, in case a
 // row was stored before a header became secret: every registered
 // provider's secret headers and the ones no delivery keeps.
-var shownSecretHeaders = func() []string {
-	out := slices.Clone(alwaysSecretHeaders)
-	for _, p := range providers.All() {
-		out = append(out, p.SecretHeaders()...)
-	}
-	return out
-}()
+var shownSecretHeaders = secretHeadersOf(providers.Adapters())
 
 // Operators serves the operator delivery routes: its exported methods are
 // the handlers internal/server mounts behind authentication and the admin

@@ -111,10 +111,7 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}
-	secretHeaders := slices.Clone(alwaysSecretHeaders)
-	for _, a := range adapters {
-		secretHeaders = append(secretHeaders, a.SecretHeaders()...)
-	}
+	secretHeaders := secretHeadersOf(adapters)
 	return &Receiver{
 		adapters:      adapters,
 		connections:   connections,
@@ -313,6 +310,16 @@ func classifyCommitError(err error) error {
 	default:
 		return failure.Wrap(failure.Unavailable, err, "storage unavailable")
 	}
+}
+
+// secretHeadersOf is every header a delivery never keeps: the adapters'
+// secret headers and alwaysSecretHeaders.
+func secretHeadersOf(adapters map[string]connectors.Adapter) []string {
+	out := slices.Clone(alwaysSecretHeaders)
+	for _, a := range adapters {
+		out = append(out, a.SecretHeaders()...)
+	}
+	return out
 }
 
 // EncodeHeaders returns h as the JSON object stored with a delivery
