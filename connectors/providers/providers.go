@@ -57,10 +57,6 @@ type Projection struct {
 	ContributionKind string
 }
 
-// SecretHeaders lists the headers that carry secrets or signatures and must
-// never be stored or shown: the adapter's.
-func (p Provider) SecretHeaders() []string { return p.Adapter.SecretHeaders() }
-
 // ZeroConfigHost is the host of the provider's zero-config connection:
 // DefaultHost, else the ZeroConfigHostEnv value, else the placeholder.
 func (p Provider) ZeroConfigHost(lookup func(string) (string, bool)) string {

@@ -64,8 +64,8 @@ func TestEveryProviderIsComplete(t *testing.T) {
 			if signed.Get(p.SignatureHeader) == "" {
 				t.Fatalf("Sign does not set %s", p.SignatureHeader)
 			}
-			if !slices.Contains(p.SecretHeaders(), p.SignatureHeader) {
-				t.Fatalf("secret headers %v omit the signature header %s", p.SecretHeaders(), p.SignatureHeader)
+			if !slices.Contains(p.Adapter.SecretHeaders(), p.SignatureHeader) {
+				t.Fatalf("secret headers %v omit the signature header %s", p.Adapter.SecretHeaders(), p.SignatureHeader)
 			}
 			if err := p.Adapter.Verify(signed, []byte("{}"), [][]byte{[]byte("secret")}); err != nil {
 				t.Fatalf("Verify of a signed request: %v", err)

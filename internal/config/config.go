@@ -199,12 +199,6 @@ func ParseByteSize(s string) (int64, error) {
 var slug = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 var prefix = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,9}$`)
 
-// ValidSlug reports whether s may be a workspace, step or connection ID.
-func ValidSlug(s string) bool { return slug.MatchString(s) }
-
-// ValidTaskPrefix reports whether s may prefix task identifiers.
-func ValidTaskPrefix(s string) bool { return prefix.MatchString(s) }
-
 // MinTokenLength is the shortest API token accepted, configured or admin.
 const MinTokenLength = 16
 

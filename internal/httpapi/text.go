@@ -34,16 +34,6 @@ func CheckText(field, s string) error {
 	return nil
 }
 
-// CheckTexts is CheckText for each element of a list field.
-func CheckTexts(field string, list []string) error {
-	for _, s := range list {
-		if err := CheckText(field, s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // QueryText returns the query parameter name, checked with CheckText.
 func QueryText(q url.Values, name string) (string, error) {
 	v := q.Get(name)
