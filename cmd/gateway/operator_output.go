@@ -60,11 +60,16 @@ type deliveryPage struct {
 }
 
 func deliveriesTable(tw io.Writer, p deliveryPage) {
-	if len(p.Deliveries) == 0 {
+	switch {
+	case len(p.Deliveries) == 0 && p.NextCursor == "":
 		fmt.Fprintln(tw, "no deliveries match")
 		return
+	case len(p.Deliveries) == 0:
+		// An --error-contains page read its bound of failed deliveries.
+		fmt.Fprintln(tw, "none matched on this page")
+	default:
+		writeDeliveryRows(tw, p.Deliveries)
 	}
-	writeDeliveryRows(tw, p.Deliveries)
 	if p.NextCursor != "" {
 		fmt.Fprintf(tw, "\nmore: add --cursor %s\n", p.NextCursor)
 	}

@@ -31,6 +31,8 @@ func TestOperatorCLITables(t *testing.T) {
 			"more: add --cursor c2",
 		}},
 		{"empty list", []string{"deliveries", "list"}, `{"deliveries":[]}`, []string{"no deliveries match"}},
+		{"empty page, more to search", []string{"deliveries", "list", "--error-contains", "x"}, `{"deliveries":[],"next_cursor":"c3"}`,
+			[]string{"none matched on this page", "more: add --cursor c3"}},
 		{"get", []string{"deliveries", "get", "d-1"},
 			`{"id":"d-1","connection":"gh","provider":"github","event":"issues","delivery_key":"k-1","status":"succeeded","attempts":1,
 			"last_error":null,"next_attempt_at":null,"received_at":"2026-03-04T05:06:07Z","outcome":{"task_id":"t-1","external_id":"e-1","action":"update","result":"applied"},
