@@ -161,7 +161,7 @@ const pendingStatuses = "status IN ('queued', 'retrying', 'processing')"
 // first and stops when it is full; the status indexes hold only the rare
 // statuses, and the common ones read the received-time index. error_contains has none a B-tree could give: it
 // walks the partial index of rows holding an error, newest first.
-func deliveryWhere(f store.DeliveryFilter, args []any) ([]string, []any) {
+func deliveryWhere(dialect string, f store.DeliveryFilter, args []any) ([]string, []any) {
 	var where []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -170,15 +170,14 @@ func deliveryWhere(f store.DeliveryFilter, args []any) ([]string, []any) {
 	switch f.Status {
 	case "":
 	case store.DeliveryFailed, store.DeliveryRetrying, store.DeliveryIgnored, store.DeliverySuppressed:
-		// A literal of the closed set, and the partial status indexes'
-		// own predicate word for word (migration 00010): SQLite uses a
-		// partial index only when the query repeats its WHERE, and a bound
-		// parameter would hide the status from both planners.
-		where = append(where, "status = '"+f.Status+"'", rareStatuses)
+		// A literal of the closed set: a bound parameter would hide the
+		// status from both planners.
+		where = append(where, "status = '"+f.Status+"'")
+		where = partialIndexTerm(dialect, where, rareStatuses)
 	case store.DeliveryQueued, store.DeliveryProcessing:
-		// The backlog: the due index's own predicate word for word, as for
-		// the rare statuses (deliveryPage reads it through that index).
-		where = append(where, "status = '"+f.Status+"'", pendingStatuses)
+		// The backlog, read through the due index (deliveryPage).
+		where = append(where, "status = '"+f.Status+"'")
+		where = partialIndexTerm(dialect, where, pendingStatuses)
 	default:
 		where = append(where, "status = "+arg(f.Status))
 	}
@@ -212,12 +211,26 @@ func deliveryWhere(f store.DeliveryFilter, args []any) ([]string, []any) {
 	return where, args
 }
 
+// partialIndexTerm adds, on SQLite, the WHERE of the partial index the
+// status filter should read, word for word: SQLite uses a partial index
+// only when the query repeats its WHERE. PostgreSQL proves that status = x
+// implies it, and must not be given it: it would multiply the two
+// selectivities, expect a hundredth of the rows, and choose to sort the
+// matches rather than read them in order (13 ms instead of 1 at a million
+// deliveries).
+func partialIndexTerm(dialect string, where []string, term string) []string {
+	if dialect == store.DialectSQLite {
+		where = append(where, term)
+	}
+	return where
+}
+
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // deliveryPage is the query of one page of f, newest first, reading no
 // further than stop when it is set.
-func deliveryPage(columns string, f store.DeliveryFilter, stop *store.DeliveryPosition) (string, []any) {
-	where, args := deliveryWhere(f, nil)
+func deliveryPage(dialect, columns string, f store.DeliveryFilter, stop *store.DeliveryPosition) (string, []any) {
+	where, args := deliveryWhere(dialect, f, nil)
 	if stop != nil {
 		t, id := fmt.Sprintf("$%d", len(args)+1), fmt.Sprintf("$%d", len(args)+2)
 		args = append(args, stop.ReceivedAt, stop.ID)
@@ -249,7 +262,7 @@ func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) (st
 			return page, err
 		}
 	}
-	query, args := deliveryPage(deliverySummaryColumns, f, stop)
+	query, args := deliveryPage(q.d.Dialect(), deliverySummaryColumns, f, stop)
 	rows, err := q.ex.Query(ctx, query, args...)
 	if err != nil {
 		return page, q.wrap("list deliveries", err)
@@ -275,7 +288,7 @@ func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) (st
 func (q queries) errorScanStop(ctx context.Context, f store.DeliveryFilter) (*store.DeliveryPosition, error) {
 	scan := f
 	scan.ErrorContains = ""
-	where, args := deliveryWhere(scan, nil)
+	where, args := deliveryWhere(q.d.Dialect(), scan, nil)
 	where = append(where, "last_error IS NOT NULL")
 	args = append(args, f.ErrorScanLimit-1)
 	var p store.DeliveryPosition
@@ -488,7 +501,7 @@ func (q queries) matchPage(ctx context.Context, f store.DeliveryFilter) ([]strin
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var last store.Delivery
-	query, args := deliveryPage(`id, status, received_at`, f, nil)
+	query, args := deliveryPage(q.d.Dialect(), `id, status, received_at`, f, nil)
 	rows, err := q.ex.Query(ctx, query, args...)
 	if err != nil {
 		return nil, nil, last, q.wrap("match deliveries", err)
@@ -578,6 +591,6 @@ func (q queries) NextDeliveryDue(ctx context.Context) (time.Time, error) {
 
 // DeliveryPageQuery is the statement ListDeliveries runs for f (with no
 // error scan bound), for tests and benchmarks that look at its plan.
-func DeliveryPageQuery(f store.DeliveryFilter) (string, []any) {
-	return deliveryPage(deliverySummaryColumns, f, nil)
+func DeliveryPageQuery(dialect string, f store.DeliveryFilter) (string, []any) {
+	return deliveryPage(dialect, deliverySummaryColumns, f, nil)
 }

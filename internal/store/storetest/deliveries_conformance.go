@@ -661,7 +661,7 @@ func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
 // explainDeliveryPage returns the plan of ListDeliveries' query for f.
 func explainDeliveryPage(t testing.TB, s *sqlstore.Store, f store.DeliveryFilter) string {
 	t.Helper()
-	query, args := sqlstore.DeliveryPageQuery(f)
+	query, args := sqlstore.DeliveryPageQuery(s.Dialect(), f)
 	return explain(t, s, query, args)
 }
 
