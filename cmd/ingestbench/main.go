@@ -58,7 +58,8 @@ func main() {
 	senders := flag.Int("senders", 64, "concurrent senders for the throughput phase")
 	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
-	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept)")
+	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept), drain (--drain-deliveries new issues sent as fast as they are acknowledged, then tasks/s against acks/s)")
+	drainN := flag.Int("drain-deliveries", 6000, "new issues the drain phase sends")
 	pruneRows := flag.Int("prune-rows", 100_000, "expired deliveries the prune phase seeds")
 	rounds := flag.Int("rounds", 1, "run the phases this many times, in turn, and report each round and the medians (the VM's speed drifts between runs)")
 	flag.Parse()
@@ -76,7 +77,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("payload: %d bytes, signed (X-Hub-Signature-256); senders: %d; phase: %s\n", len(tmpl.raw), *senders, *duration)
-	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra)}
+	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra), drainN: *drainN}
 	var results []round
 	for i := range max(*rounds, 1) {
 		fmt.Printf("\n== round %d\n", i+1)
@@ -98,6 +99,8 @@ type round struct {
 	peakRSSMB        int64
 	// Peak RSS under the big-bodies bursts.
 	unauthRSSMB, signedRSSMB int64
+	// The drain phase's rates.
+	drainAcks, drainTasks float64
 }
 
 func (b *bench) round(phases map[string]bool, senders int, duration time.Duration) round {
@@ -133,6 +136,17 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 		})
 		r.e2eP50, r.e2eP99, r.peakRSSMB = g.taskLatency.p(50), g.taskLatency.p(99), max(r.peakRSSMB, g.rssMB)
 		fmt.Printf("receive-to-task-created at 500/s: p50 %s p90 %s p99 %s max %s (%d tasks)\n", r.e2eP50, g.taskLatency.p(90), r.e2eP99, g.taskLatency.p(100), g.taskLatency.n)
+	}
+	if phases["drain"] {
+		var res drainResult
+		g := b.run(fmt.Sprintf("drain of %d new issues", b.drainN), false, func(g *gateway) {
+			res = drain(g.url, b.tmpl, senders, b.drainN, &b.seq)
+		})
+		if res.tasks == res.n && res.ackSeconds > 0 {
+			r.drainAcks, r.drainTasks = res.acksPerSecond(), res.tasksPerSecond()
+		}
+		r.peakRSSMB = max(r.peakRSSMB, g.rssMB)
+		fmt.Println(res)
 	}
 	fmt.Printf("peak RSS over the round: %d MB\n", r.peakRSSMB)
 	if phases["bigbodies"] {
@@ -187,6 +201,14 @@ func summarize(rs []round) {
 	line("ack p99 at 1000/s", func(r round) float64 { return float64(r.ackP99) }, dur)
 	line("receive-to-task p50 at 500/s", func(r round) float64 { return float64(r.e2eP50) }, dur)
 	line("receive-to-task p99 at 500/s", func(r round) float64 { return float64(r.e2eP99) }, dur)
+	line("drain acks/s", func(r round) float64 { return r.drainAcks }, rate)
+	line("drain tasks/s", func(r round) float64 { return r.drainTasks }, rate)
+	line("drain tasks / acks", func(r round) float64 {
+		if r.drainAcks == 0 {
+			return 0
+		}
+		return 100 * r.drainTasks / r.drainAcks
+	}, pct)
 	line("peak RSS MB", func(r round) float64 { return float64(r.peakRSSMB) }, rate)
 }
 
@@ -200,6 +222,8 @@ type bench struct {
 	// starts; config is appended to the run's YAML (the prune phase).
 	seed   func(dbURL string)
 	config string
+	// drainN is how many new issues the drain phase sends.
+	drainN int
 }
 
 type gateway struct {

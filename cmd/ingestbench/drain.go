@@ -1,0 +1,107 @@
+package main
+
+// The drain phase: how fast the gateway turns a burst into tasks, next to
+// how fast it acknowledges the same burst.
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// drainResult is one drain run: a burst of n distinct new issues sent by
+// the senders as fast as they are acknowledged, then every task waited for.
+type drainResult struct {
+	n             int
+	acked         int
+	ackSeconds    float64 // first send to last 202
+	createSeconds float64 // first send to the last task's created_at
+	tasks         int
+}
+
+func (r drainResult) acksPerSecond() float64  { return float64(r.acked) / r.ackSeconds }
+func (r drainResult) tasksPerSecond() float64 { return float64(r.tasks) / r.createSeconds }
+
+func (r drainResult) String() string {
+	if r.tasks == 0 || r.ackSeconds == 0 {
+		return fmt.Sprintf("drain: %d of %d acknowledged, %d tasks: not measured", r.acked, r.n, r.tasks)
+	}
+	return fmt.Sprintf("drain of %d new issues: %.0f acks/s (all acknowledged in %.2f s), %.0f tasks/s (every task in %.2f s), ratio %.0f%%",
+		r.n, r.acksPerSecond(), r.ackSeconds, r.tasksPerSecond(), r.createSeconds, 100*r.tasksPerSecond()/r.acksPerSecond())
+}
+
+// drain posts n distinct new issues from the senders, as fast as each is
+// acknowledged, and waits (bounded) until no delivery is pending; the
+// tasks' own created_at stamps say when the last one was made.
+func drain(url string, t *template, senders, n int, seq *atomic.Int64) drainResult {
+	res := drainResult{n: n}
+	var next, acked atomic.Int64
+	var lastAck atomic.Int64 // unix nanos
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range senders {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				body, h := t.delivery(seq.Add(1))
+				if code, err := post(url, body, h); err == nil && code == http.StatusAccepted {
+					acked.Add(1)
+					lastAck.Store(time.Now().UnixNano())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.acked = int(acked.Load())
+	res.ackSeconds = time.Unix(0, lastAck.Load()).Sub(start).Seconds()
+
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) && pendingDeliveries(url) > 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	var last time.Time
+	forEachTask(url, func(created time.Time) {
+		res.tasks++
+		if created.After(last) {
+			last = created
+		}
+	})
+	res.createSeconds = last.Sub(start).Seconds()
+	return res
+}
+
+// pendingDeliveries counts (up to a page each) the deliveries not yet
+// finished: the backlog statuses are cheap to list.
+func pendingDeliveries(url string) int {
+	n := 0
+	for _, status := range []string{"queued", "processing", "retrying"} {
+		var page struct {
+			Deliveries []deliveryJSON `json:"deliveries"`
+		}
+		get(url, "/api/v1/deliveries?limit=1&status="+status, &page)
+		n += len(page.Deliveries)
+	}
+	return n
+}
+
+// forEachTask calls fn with the created_at of every task of the bench
+// workspace.
+func forEachTask(url string, fn func(created time.Time)) {
+	cursor := ""
+	for range 1000 {
+		var page struct {
+			Tasks []struct {
+				CreatedAt time.Time `json:"created_at"`
+			} `json:"tasks"`
+			NextCursor string `json:"next_cursor"`
+		}
+		get(url, "/api/v1/workspaces/bench/tasks?limit=1000&include_archived=true&cursor="+cursor, &page)
+		for _, t := range page.Tasks {
+			fn(t.CreatedAt)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return
+		}
+	}
+}
