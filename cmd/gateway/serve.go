@@ -21,6 +21,7 @@ import (
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/console"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -324,15 +325,24 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	pruner := retention.New(st, logger, now, retain)
 	pruner.OnDeleted = m.RetentionDeleted
 
+	deliveries := inbox.NewOperators(st, logger, now)
+	suppressions := ingest.NewSuppressions(st, logger)
+	authenticator := httpapi.NewAuthenticator(st, logger, nil)
+	var connectionIDs []string
+	for _, c := range cfg.Connections {
+		connectionIDs = append(connectionIDs, c.ID)
+	}
 	r := server.NewRouter(server.Deps{
-		Receiver:      receiver,
-		Tasks:         api,
-		Deliveries:    inbox.NewOperators(st, logger, now),
-		Suppressions:  ingest.NewSuppressions(st, logger),
-		Creations:     idempotency.NewOperators(coord, logger),
-		Readiness:     inbox.NewReadiness(st, receiver, now),
-		Metrics:       m,
-		Authenticator: httpapi.NewAuthenticator(st, logger, nil),
+		Receiver:     receiver,
+		Tasks:        api,
+		Deliveries:   deliveries,
+		Suppressions: suppressions,
+		Creations:    idempotency.NewOperators(coord, logger),
+		Readiness:    inbox.NewReadiness(st, receiver, now),
+		Metrics:      m,
+		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Connections: connectionIDs}, logger, now),
+		Authenticator: authenticator,
 		Logger:        logger,
 	})
 

@@ -165,14 +165,19 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return raw, nil
 }
 
-// visibleTask loads a completed task the caller can see; anything else is
-// the same 404.
+// visibleTask loads the route's task when the caller can see it.
 func (a *API) visibleTask(r *http.Request) (store.Task, error) {
-	t, err := a.svc.Get(r.Context(), mux.Vars(r)["id"])
+	return a.VisibleTask(r.Context(), principal(r), mux.Vars(r)["id"])
+}
+
+// VisibleTask loads a completed task p can see; anything else is the same
+// 404.
+func (a *API) VisibleTask(ctx context.Context, p httpapi.Principal, id string) (store.Task, error) {
+	t, err := a.svc.Get(ctx, id)
 	if err != nil {
 		return t, err
 	}
-	if !principal(r).CanSee(t.WorkspaceID) {
+	if !p.CanSee(t.WorkspaceID) {
 		return store.Task{}, errTaskNotFound
 	}
 	return t, nil
