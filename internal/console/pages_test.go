@@ -211,7 +211,7 @@ func TestDeliveryPageAndReplay(t *testing.T) {
 		failed := e.seedDelivery(t, "gh", "failed", time.Minute, store.DeliveryFailed, "parse issues: unexpected end of JSON")
 		b := e.login(t, adminToken)
 
-		res := b.get(t, "/ui/deliveries/" + done.ID)
+		res := b.get(t, "/ui/deliveries/"+done.ID)
 		wantIn(t, "a succeeded delivery", res.body, []string{
 			`<a href="/ui/tasks/` + task.ID + `">ENG-1 Spelling</a>`, "create", "created", task.ExternalID,
 			// Headers without secrets, the body indented.
@@ -237,7 +237,7 @@ func TestDeliveryPageAndReplay(t *testing.T) {
 		if res.status != http.StatusConflict || !strings.Contains(res.body, "delivery has not finished") {
 			t.Errorf("replay of a queued delivery = %d, want 409 saying why", res.status)
 		}
-		if res := b.get(t, "/ui/deliveries/" + uuid.NewString()); res.status != http.StatusNotFound {
+		if res := b.get(t, "/ui/deliveries/"+uuid.NewString()); res.status != http.StatusNotFound {
 			t.Errorf("an unknown delivery = %d, want 404", res.status)
 		}
 	})

@@ -87,6 +87,19 @@ func setCookie(w http.ResponseWriter, r *http.Request, value string, expires, no
 	http.SetCookie(w, c)
 }
 
+// readForm parses a form post of the console's own pages: one a browser
+// says came from another site is refused, and the body is bounded.
+func readForm(w http.ResponseWriter, r *http.Request) error {
+	if err := crossOrigin.Check(r); err != nil {
+		return errCrossSite
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return failure.Wrap(failure.Invalid, err, "malformed form")
+	}
+	return nil
+}
+
 // LoginPage shows the sign-in form.
 func (c *Console) LoginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", "Sign in", loginPage{})
@@ -99,13 +112,8 @@ type loginPage struct{ Error string }
 // shows the form again.
 func (c *Console) Login(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if err := crossOrigin.Check(r); err != nil {
-		c.fail(w, r, errCrossSite)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		c.fail(w, r, failure.Wrap(failure.Invalid, err, "malformed form"))
+	if err := readForm(w, r); err != nil {
+		c.fail(w, r, err)
 		return
 	}
 	p, err := c.d.Authenticator.Authenticate(ctx, httpapi.ClientAddress(r), r.PostForm.Get("token"), r.URL.Path)
@@ -172,13 +180,8 @@ func (c *Console) RequireSession(next http.Handler) http.Handler {
 		ctx = context.WithValue(httpapi.WithPrincipal(ctx, s.principal), sessionKey{}, s)
 		r = r.WithContext(ctx)
 		if !reading {
-			if err := crossOrigin.Check(r); err != nil {
-				c.fail(w, r, errCrossSite)
-				return
-			}
-			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-			if err := r.ParseForm(); err != nil {
-				c.fail(w, r, failure.Wrap(failure.Invalid, err, "malformed form"))
+			if err := readForm(w, r); err != nil {
+				c.fail(w, r, err)
 				return
 			}
 			if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
