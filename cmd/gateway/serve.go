@@ -64,7 +64,7 @@ type serveFlags struct {
 
 var serveUsage = usageText{
 	line:    "serve [flags]",
-	summary: "Runs the gateway: webhooks, the REST API and the workers. It applies the migrations first; with no\n--config it serves the zero-config workspace and connections, and prints the generated webhook\nsecrets and admin token once, at the first start.",
+	summary: "Runs the gateway: webhooks, the REST API, the operator console (/ui/) and the workers. It applies\nthe migrations first; with no --config it serves the zero-config workspace and connections, and\nprints the generated webhook secrets and admin token once, at the first start.",
 	example: "gateway serve --database-url sqlite:./data/gateway.db --listen 127.0.0.1:8080",
 }
 
