@@ -35,7 +35,7 @@ func chromiumPath() (string, bool) {
 }
 
 // browserTimeout bounds everything one browser test does.
-const browserTimeout = 2 * time.Minute
+const browserTimeout = 5 * time.Minute
 
 // newBrowser starts a headless Chromium for the test (closed at cleanup)
 // and returns the context its actions run in.
