@@ -21,6 +21,7 @@ import (
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/console"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -63,7 +64,7 @@ type serveFlags struct {
 
 var serveUsage = usageText{
 	line:    "serve [flags]",
-	summary: "Runs the gateway: webhooks, the REST API and the workers. It applies the migrations first; with no\n--config it serves the zero-config workspace and connections, and prints the generated webhook\nsecrets and admin token once, at the first start.",
+	summary: "Runs the gateway: webhooks, the REST API, the operator console (/ui/) and the workers. It applies\nthe migrations first; with no --config it serves the zero-config workspace and connections, and\nprints the generated webhook secrets and admin token once, at the first start.",
 	example: "gateway serve --database-url sqlite:./data/gateway.db --listen 127.0.0.1:8080",
 }
 
@@ -324,15 +325,24 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	pruner := retention.New(st, logger, now, retain)
 	pruner.OnDeleted = m.RetentionDeleted
 
+	deliveries := inbox.NewOperators(st, logger, now)
+	suppressions := ingest.NewSuppressions(st, logger)
+	authenticator := httpapi.NewAuthenticator(st, logger, nil)
+	var connectionIDs []string
+	for _, c := range cfg.Connections {
+		connectionIDs = append(connectionIDs, c.ID)
+	}
 	r := server.NewRouter(server.Deps{
-		Receiver:      receiver,
-		Tasks:         api,
-		Deliveries:    inbox.NewOperators(st, logger, now),
-		Suppressions:  ingest.NewSuppressions(st, logger),
-		Creations:     idempotency.NewOperators(coord, logger),
-		Readiness:     inbox.NewReadiness(st, receiver, now),
-		Metrics:       m,
-		Authenticator: httpapi.NewAuthenticator(st, logger, nil),
+		Receiver:     receiver,
+		Tasks:        api,
+		Deliveries:   deliveries,
+		Suppressions: suppressions,
+		Creations:    idempotency.NewOperators(coord, logger),
+		Readiness:    inbox.NewReadiness(st, receiver, now),
+		Metrics:      m,
+		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Connections: connectionIDs}, logger, now),
+		Authenticator: authenticator,
 		Logger:        logger,
 	})
 

@@ -16,9 +16,12 @@ type Code string
 const (
 	Invalid      Code = "invalid"      // 400
 	Unauthorized Code = "unauthorized" // 401
-	NotFound     Code = "not_found"    // 404
-	Conflict     Code = "conflict"     // 409
-	TooLarge     Code = "too_large"    // 413
+	// Forbidden: a console form posted without its session's CSRF token,
+	// or from another origin.
+	Forbidden Code = "forbidden" // 403
+	NotFound  Code = "not_found" // 404
+	Conflict  Code = "conflict"  // 409
+	TooLarge  Code = "too_large" // 413
 	// UnsupportedMediaType: a webhook body in a content type its provider
 	// never sends.
 	UnsupportedMediaType Code = "unsupported_media_type" // 415

@@ -77,41 +77,58 @@ func NewAuthenticator(tokens TokenFinder, logger *slog.Logger, now func() time.T
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := ClientAddress(r)
-		if wait, blocked := a.throttle.Blocked(addr); blocked {
-			a.logFailure(r, addr, "throttled")
-			WriteError(w, r, a.logger, failure.New(failure.TooManyRequests,
-				"too many failed authentication attempts").WithRetryAfter(wait))
-			return
-		}
-		token, ok := bearerToken(r.Header.Get("Authorization"))
-		if !ok {
-			a.fail(w, r, addr, failure.New(failure.Unauthorized, "missing bearer token"))
-			return
-		}
-		tok, err := a.tokens.GetTokenBySHA256(r.Context(), HashToken(token))
+		token, _ := bearerToken(r.Header.Get("Authorization"))
+		p, err := a.Authenticate(r.Context(), addr, token, r.URL.Path)
 		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				a.fail(w, r, addr, failure.New(failure.Unauthorized, "unknown token"))
-				return
-			}
 			WriteError(w, r, a.logger, err)
 			return
 		}
-		p := Principal{Name: tok.Name, Admin: tok.Admin, Workspaces: tok.Workspaces}
 		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 	})
 }
 
-func (a *Authenticator) fail(w http.ResponseWriter, r *http.Request, addr string, err *failure.Error) {
-	a.throttle.Failed(addr)
-	a.logFailure(r, addr, err.Message)
-	WriteError(w, r, a.logger, err)
+// Authenticate checks a token presented from the client address addr (an
+// empty token is a missing one) for the request to path: throttled
+// addresses are refused before any lookup (429), and a missing or unknown
+// token counts as a failure of addr (401). The bearer middleware and the
+// console's sign-in both use it, so they share the one failure budget.
+func (a *Authenticator) Authenticate(ctx context.Context, addr, token, path string) (Principal, error) {
+	if wait, blocked := a.throttle.Blocked(addr); blocked {
+		a.logFailure(ctx, addr, "throttled", path)
+		return Principal{}, failure.New(failure.TooManyRequests,
+			"too many failed authentication attempts").WithRetryAfter(wait)
+	}
+	if token == "" {
+		return Principal{}, a.fail(ctx, addr, path, failure.New(failure.Unauthorized, "missing bearer token"))
+	}
+	p, err := a.PrincipalBySHA256(ctx, HashToken(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, a.fail(ctx, addr, path, failure.New(failure.Unauthorized, "unknown token"))
+	}
+	return p, err
 }
 
-func (a *Authenticator) logFailure(r *http.Request, addr, reason string) {
+// PrincipalBySHA256 returns the principal of the token whose hash is sha
+// (store.ErrNotFound when no token has it): a console session names its
+// token this way, never by the token itself.
+func (a *Authenticator) PrincipalBySHA256(ctx context.Context, sha string) (Principal, error) {
+	tok, err := a.tokens.GetTokenBySHA256(ctx, sha)
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{Name: tok.Name, Admin: tok.Admin, Workspaces: tok.Workspaces}, nil
+}
+
+func (a *Authenticator) fail(ctx context.Context, addr, path string, err *failure.Error) error {
+	a.throttle.Failed(addr)
+	a.logFailure(ctx, addr, err.Message, path)
+	return err
+}
+
+func (a *Authenticator) logFailure(ctx context.Context, addr, reason, path string) {
 	if suppressed, log := a.failures.Observe(addr); log {
-		a.logger.WarnContext(r.Context(), "api authentication failed", "client_address", addr,
-			"reason", reason, "path", r.URL.Path, "suppressed_since_last_line", suppressed)
+		a.logger.WarnContext(ctx, "api authentication failed", "client_address", addr,
+			"reason", reason, "path", path, "suppressed_since_last_line", suppressed)
 	}
 }
 

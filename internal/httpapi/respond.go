@@ -20,6 +20,7 @@ import (
 var statusOf = map[failure.Code]int{
 	failure.Invalid:              http.StatusBadRequest,
 	failure.Unauthorized:         http.StatusUnauthorized,
+	failure.Forbidden:            http.StatusForbidden,
 	failure.NotFound:             http.StatusNotFound,
 	failure.Conflict:             http.StatusConflict,
 	failure.TooLarge:             http.StatusRequestEntityTooLarge,
@@ -87,9 +88,17 @@ func storeError(err error) (storeErrorRow, bool) {
 // WriteError answers with {"error": message} and the mapped status. Only 500s
 // are logged as errors; their body is generic and the cause stays in the log.
 func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	status, message := ErrorResponse(w, r, logger, err)
+	WriteJSON(w, status, map[string]string{"error": message})
+}
+
+// ErrorResponse is WriteError for a surface that writes its own body (the
+// console's HTML pages): it logs err as WriteError does, sets Retry-After
+// when err carries one, and returns the status and the message to show.
+func ErrorResponse(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) (status int, message string) {
 	err = Classify(err)
 	code := failure.CodeOf(err)
-	status := statusOf[code]
+	status = statusOf[code]
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
@@ -103,7 +112,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 		// Whole seconds, rounded up: "Retry-After: 0" would invite a hot loop.
 		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
 	}
-	WriteJSON(w, status, map[string]string{"error": failure.MessageOf(err)})
+	return status, failure.MessageOf(err)
 }
 
 // WriteJSON writes v as JSON with status.

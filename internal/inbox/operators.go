@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"maps"
@@ -147,13 +148,8 @@ func NewDeliveryJSON(d store.Delivery) DeliveryJSON {
 // NewDeliveryDetailJSON renders a delivery with its headers and body.
 func NewDeliveryDetailJSON(d store.Delivery) DeliveryDetailJSON {
 	out := DeliveryDetailJSON{DeliveryJSON: NewDeliveryJSON(d), Headers: json.RawMessage(`{}`)}
-	if h, err := DecodeHeaders(d.Headers); err == nil {
-		for _, name := range shownSecretHeaders {
-			h.Del(name)
-		}
-		if b, err := json.Marshal(h); err == nil {
-			out.Headers = b
-		}
+	if b, err := json.Marshal(ShownHeaders(d)); err == nil {
+		out.Headers = b
 	}
 	if len(d.Body) > 0 && json.Valid(d.Body) {
 		out.Body = json.RawMessage(d.Body)
@@ -163,6 +159,20 @@ func NewDeliveryDetailJSON(d store.Delivery) DeliveryDetailJSON {
 		out.Body = b
 	}
 	return out
+}
+
+// ShownHeaders are a delivery's stored headers as operators see them:
+// every secret header removed, even one a row kept from before it was
+// known to be secret. Headers that do not decode are shown as none.
+func ShownHeaders(d store.Delivery) http.Header {
+	h, err := DecodeHeaders(d.Headers)
+	if err != nil {
+		return http.Header{}
+	}
+	for _, name := range shownSecretHeaders {
+		h.Del(name)
+	}
+	return h
 }
 
 // EncodeCursor returns the opaque cursor after delivery d (newest first).
@@ -181,9 +191,9 @@ func decodeCursor(c string) (time.Time, string, error) {
 // and the bulk replay's JSON fields name them (docs/design.md, "Operators").
 var FilterParams = []string{"status", "connection", "event", "received_after", "received_before", "error_contains", "external_id"}
 
-// parseFilter reads the filters from value (a query parameter or JSON
-// field by name; empty means absent). Times are RFC 3339.
-func parseFilter(value func(name string) string) (store.DeliveryFilter, error) {
+// ParseFilter reads the filters from value (a query parameter, form or
+// JSON field by name; empty means absent). Times are RFC 3339.
+func ParseFilter(value func(name string) string) (store.DeliveryFilter, error) {
 	var f store.DeliveryFilter
 	text := map[string]*string{"status": &f.Status, "connection": &f.ConnectionID, "event": &f.Event,
 		"error_contains": &f.ErrorContains, "external_id": &f.ExternalID}
@@ -230,7 +240,7 @@ func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
 			return failure.New(failure.Invalid, "query parameter %q is given more than once", name)
 		}
 	}
-	f, err := parseFilter(q.Get)
+	f, err := ParseFilter(q.Get)
 	if err != nil {
 		return err
 	}
@@ -238,22 +248,9 @@ func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if c := q.Get("cursor"); c != "" {
-		if f.BeforeReceivedAt, f.BeforeID, err = decodeCursor(c); err != nil {
-			return err
-		}
-	}
-	f.Limit = limit + 1 // one more tells whether a next page exists
-	f.ErrorScanLimit = o.ErrorScanPages * limit
-	page, err := o.st.ListDeliveries(r.Context(), f)
+	ds, next, err := o.List(r.Context(), f, limit, q.Get("cursor"))
 	if err != nil {
 		return err
-	}
-	ds, next := httpapi.TrimPage(page.Deliveries, limit, EncodeCursor)
-	if stop := page.ScanStop; stop != nil {
-		// The error scan ended before the page filled: the page may be
-		// short, even empty, and the next one continues where it stopped.
-		next = httpapi.EncodeCursor(stop.ReceivedAt, stop.ID)
 	}
 	out := DeliveryListJSON{Deliveries: make([]DeliveryJSON, 0, len(ds)), NextCursor: next}
 	for _, d := range ds {
@@ -263,48 +260,93 @@ func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// List returns a page of at most limit deliveries f matches, newest first,
+// after cursor (empty: the first page), and the cursor of the next page
+// (empty: none).
+func (o *Operators) List(ctx context.Context, f store.DeliveryFilter, limit int, cursor string) ([]store.Delivery, string, error) {
+	if cursor != "" {
+		var err error
+		if f.BeforeReceivedAt, f.BeforeID, err = decodeCursor(cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	f.Limit = limit + 1 // one more tells whether a next page exists
+	f.ErrorScanLimit = o.ErrorScanPages * limit
+	page, err := o.st.ListDeliveries(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	ds, next := httpapi.TrimPage(page.Deliveries, limit, EncodeCursor)
+	if stop := page.ScanStop; stop != nil {
+		// The error scan ended before the page filled: the page may be
+		// short, even empty, and the next one continues where it stopped.
+		next = httpapi.EncodeCursor(stop.ReceivedAt, stop.ID)
+	}
+	return ds, next, nil
+}
+
 var errDeliveryNotFound = failure.New(failure.NotFound, "delivery not found")
 
 func (o *Operators) get(w http.ResponseWriter, r *http.Request) error {
-	id := mux.Vars(r)["id"]
-	if !httpapi.ValidText(id) {
-		return errDeliveryNotFound
-	}
-	d, err := o.st.GetDelivery(r.Context(), id)
+	d, err := o.Get(r.Context(), mux.Vars(r)["id"])
 	if err != nil {
-		return httpapi.Reword(err, errDeliveryNotFound)
+		return err
 	}
 	httpapi.WriteJSON(w, http.StatusOK, NewDeliveryDetailJSON(d))
 	return nil
 }
 
-// replay: a finished delivery (failed, ignored, suppressed, succeeded) is
-// queued again as received; its signature was verified at ingest and is not
-// re-verified. One that has not finished is 409: a worker holds it or will.
-func (o *Operators) replay(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	id := mux.Vars(r)["id"]
+// Get returns one delivery; "delivery not found" when there is none.
+func (o *Operators) Get(ctx context.Context, id string) (store.Delivery, error) {
 	if !httpapi.ValidText(id) {
-		return errDeliveryNotFound
+		return store.Delivery{}, errDeliveryNotFound
+	}
+	d, err := o.st.GetDelivery(ctx, id)
+	if err != nil {
+		return d, httpapi.Reword(err, errDeliveryNotFound)
+	}
+	return d, nil
+}
+
+func (o *Operators) replay(w http.ResponseWriter, r *http.Request) error {
+	d, err := o.Replay(r.Context(), mux.Vars(r)["id"])
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusAccepted, NewDeliveryJSON(d))
+	return nil
+}
+
+// Replay queues a finished delivery (failed, ignored, suppressed,
+// succeeded) again as received; its signature was verified at ingest and
+// is not re-verified. One that has not finished is a conflict: a worker
+// holds it or will.
+func (o *Operators) Replay(ctx context.Context, id string) (store.Delivery, error) {
+	if !httpapi.ValidText(id) {
+		return store.Delivery{}, errDeliveryNotFound
 	}
 	// Only a finished delivery is replayed, guarded in the store's UPDATE: a
 	// check here before it would race a worker claiming the delivery.
 	d, requeued, err := o.st.RequeueDelivery(ctx, id, o.now())
 	if err != nil {
-		return httpapi.Reword(err, errDeliveryNotFound)
+		return d, httpapi.Reword(err, errDeliveryNotFound)
 	}
 	if !requeued {
-		return failure.New(failure.Conflict, "delivery has not finished; replay it once it has")
+		return d, failure.New(failure.Conflict, "delivery has not finished; replay it once it has")
 	}
+	o.notifyWorkers(ctx)
+	principal, _ := httpapi.PrincipalFrom(ctx)
+	o.logger.InfoContext(ctx, "delivery replayed", "delivery_id", d.ID, "connection", d.ConnectionID,
+		"principal", principal.Name)
+	return d, nil
+}
+
+// notifyWorkers wakes the workers for requeued deliveries.
+func (o *Operators) notifyWorkers(ctx context.Context) {
 	if err := o.st.Notify(ctx, Channel); err != nil {
 		// Workers poll too; the replay is due either way.
 		o.logger.WarnContext(ctx, "notify workers failed", "channel", Channel, "error", err)
 	}
-	principal, _ := httpapi.PrincipalFrom(ctx)
-	o.logger.InfoContext(ctx, "delivery replayed", "delivery_id", d.ID, "connection", d.ConnectionID,
-		"principal", principal.Name)
-	httpapi.WriteJSON(w, http.StatusAccepted, NewDeliveryJSON(d))
-	return nil
 }
 
 // Bulk replay bounds (docs/design.md, "Operators").
@@ -338,12 +380,8 @@ type ReplayResultJSON struct {
 	Deliveries []DeliveryJSON `json:"deliveries"`
 }
 
-// replayMatching: the newest max deliveries the filters match are replayed
-// as one replay is (store.RequeueDeliveries shares its guard); the
-// unfinished ones are skipped. A dry run changes nothing and answers what
-// a replay would do now.
+// replayMatching answers a bulk replay (ReplayMatching).
 func (o *Operators) replayMatching(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
 	var req ReplayRequest
 	if err := httpapi.DecodeJSON(w, r, &req); err != nil {
 		return err
@@ -351,33 +389,18 @@ func (o *Operators) replayMatching(w http.ResponseWriter, r *http.Request) error
 	fields := map[string]string{"status": req.Status, "connection": req.Connection, "event": req.Event,
 		"received_after": req.ReceivedAfter, "received_before": req.ReceivedBefore,
 		"error_contains": req.ErrorContains, "external_id": req.ExternalID}
-	f, err := parseFilter(func(name string) string { return fields[name] })
+	f, err := ParseFilter(func(name string) string { return fields[name] })
 	if err != nil {
 		return err
-	}
-	if f == (store.DeliveryFilter{}) {
-		return failure.New(failure.Invalid, "at least one filter is required: %s", strings.Join(FilterParams, ", "))
 	}
 	limit := DefaultReplayMax
 	if req.Max != nil {
 		limit = *req.Max
 	}
-	if limit < 1 || limit > MaxReplayMax {
-		return failure.New(failure.Invalid, "max must be an integer between 1 and %d", MaxReplayMax)
-	}
-	res, err := o.st.RequeueDeliveries(ctx, store.BulkRequeue{Filter: f, Max: limit, Show: replayShown, DryRun: req.DryRun, Now: o.now()})
+	res, err := o.ReplayMatching(r.Context(), f, limit, req.DryRun)
 	if err != nil {
 		return err
 	}
-	if !req.DryRun && res.Requeued > 0 {
-		if err := o.st.Notify(ctx, Channel); err != nil {
-			// Workers poll too; the replays are due either way.
-			o.logger.WarnContext(ctx, "notify workers failed", "channel", Channel, "error", err)
-		}
-	}
-	principal, _ := httpapi.PrincipalFrom(ctx)
-	o.logger.InfoContext(ctx, "deliveries replayed", "matched", res.Matched, "replayed", res.Requeued,
-		"skipped", res.Skipped, "dry_run", req.DryRun, "principal", principal.Name)
 	out := ReplayResultJSON{Matched: res.Matched, Replayed: res.Requeued, Skipped: res.Skipped,
 		Deliveries: make([]DeliveryJSON, 0, len(res.Shown))}
 	for _, d := range res.Shown {
@@ -385,4 +408,28 @@ func (o *Operators) replayMatching(w http.ResponseWriter, r *http.Request) error
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// ReplayMatching replays the newest max deliveries f matches as Replay
+// replays one (store.RequeueDeliveries shares its guard); the unfinished
+// ones are skipped. A dry run changes nothing and counts what a replay
+// would do now. At least one filter is required.
+func (o *Operators) ReplayMatching(ctx context.Context, f store.DeliveryFilter, max int, dryRun bool) (store.BulkRequeueResult, error) {
+	if f == (store.DeliveryFilter{}) {
+		return store.BulkRequeueResult{}, failure.New(failure.Invalid, "at least one filter is required: %s", strings.Join(FilterParams, ", "))
+	}
+	if max < 1 || max > MaxReplayMax {
+		return store.BulkRequeueResult{}, failure.New(failure.Invalid, "max must be an integer between 1 and %d", MaxReplayMax)
+	}
+	res, err := o.st.RequeueDeliveries(ctx, store.BulkRequeue{Filter: f, Max: max, Show: replayShown, DryRun: dryRun, Now: o.now()})
+	if err != nil {
+		return res, err
+	}
+	if !dryRun && res.Requeued > 0 {
+		o.notifyWorkers(ctx)
+	}
+	principal, _ := httpapi.PrincipalFrom(ctx)
+	o.logger.InfoContext(ctx, "deliveries replayed", "matched", res.Matched, "replayed", res.Requeued,
+		"skipped", res.Skipped, "dry_run", dryRun, "principal", principal.Name)
+	return res, nil
 }

@@ -70,22 +70,11 @@ func (s *Suppressions) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := store.SuppressionPage{WorkspaceID: ws, Limit: limit + 1}
-	if c := q.Get("cursor"); c != "" {
-		ws, ext, ok := httpapi.DecodeKeyCursor(c)
-		if !ok {
-			return failure.New(failure.Invalid, "malformed cursor")
-		}
-		page.AfterWorkspaceID, page.AfterExternalID = ws, ext
-	}
-	list, err := s.st.ListSuppressions(r.Context(), page)
+	list, next, err := s.List(r.Context(), ws, limit, q.Get("cursor"))
 	if err != nil {
 		return err
 	}
 	resp := map[string]any{}
-	list, next := httpapi.TrimPage(list, limit, func(s store.Suppression) string {
-		return httpapi.EncodeKeyCursor(s.WorkspaceID, s.ExternalID)
-	})
 	if next != "" {
 		resp["next_cursor"] = next
 	}
@@ -99,6 +88,28 @@ func (s *Suppressions) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// List returns at most limit suppressions (of workspaceID, or of every
+// workspace when empty) after cursor (empty: the first page), ordered by
+// workspace and external ID, and the next page's cursor (empty: none).
+func (s *Suppressions) List(ctx context.Context, workspaceID string, limit int, cursor string) ([]store.Suppression, string, error) {
+	page := store.SuppressionPage{WorkspaceID: workspaceID, Limit: limit + 1}
+	if cursor != "" {
+		ws, ext, ok := httpapi.DecodeKeyCursor(cursor)
+		if !ok {
+			return nil, "", failure.New(failure.Invalid, "malformed cursor")
+		}
+		page.AfterWorkspaceID, page.AfterExternalID = ws, ext
+	}
+	list, err := s.st.ListSuppressions(ctx, page)
+	if err != nil {
+		return nil, "", err
+	}
+	list, next := httpapi.TrimPage(list, limit, func(s store.Suppression) string {
+		return httpapi.EncodeKeyCursor(s.WorkspaceID, s.ExternalID)
+	})
+	return list, next, nil
+}
+
 func (s *Suppressions) clear(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ws, err := httpapi.QueryText(q, "workspace_id")
@@ -109,16 +120,28 @@ func (s *Suppressions) clear(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if ws == "" || ext == "" {
+	if err := s.Clear(r.Context(), ws, ext); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Clear deletes one suppression, so the next delivery for its entity is
+// processed; both IDs are required, and a suppression that does not exist
+// is "suppression not found".
+func (s *Suppressions) Clear(ctx context.Context, workspaceID, externalID string) error {
+	if workspaceID == "" || externalID == "" {
 		return failure.New(failure.Invalid, "workspace_id and external_id are required")
 	}
-	ok, err := s.st.DeleteSuppression(r.Context(), ws, ext)
+	ok, err := s.st.DeleteSuppression(ctx, workspaceID, externalID)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return failure.New(failure.NotFound, "suppression not found")
 	}
-	w.WriteHeader(http.StatusNoContent)
+	principal, _ := httpapi.PrincipalFrom(ctx)
+	s.logger.InfoContext(ctx, "suppression cleared", "workspace_id", workspaceID, "principal", principal.Name)
 	return nil
 }

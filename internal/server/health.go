@@ -23,3 +23,10 @@ func readyz(readiness *inbox.Readiness) http.HandlerFunc {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}
 }
+
+// redirectTo answers with a permanent redirect to path.
+func redirectTo(path string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, path, http.StatusMovedPermanently)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/trackergateway/gateway/docs"
+	"github.com/trackergateway/gateway/internal/console"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -29,6 +30,7 @@ type Deps struct {
 	Creations    *idempotency.Operators
 	Readiness    *inbox.Readiness
 	Metrics      *metrics.Metrics
+	Console      *console.Console
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
 	// Logger is where the admin requirement writes its errors.
@@ -46,6 +48,15 @@ const (
 	token
 	// admin: the admin token; anyone else is answered 404.
 	admin
+	// session: a signed-in console session (internal/console). The console
+	// is HTML for people, so it authenticates with its own session cookie,
+	// not a bearer token: a page without a session redirects to the sign-in
+	// form, and every form post must carry the session's CSRF token. The
+	// handler scopes the session's principal as token routes do.
+	session
+	// sessionAdmin: a console session of the admin token; anyone else is
+	// answered 404, as admin routes are.
+	sessionAdmin
 )
 
 type route struct {
@@ -98,7 +109,26 @@ func table(d Deps) []route {
 		// Prometheus metrics: counts and latencies, nothing secret.
 		{GET, "/metrics", public, d.Metrics.ServeHTTP},
 
-		// Metrics, the console and MCP mount here when they exist.
+		// The operator console: HTML pages (internal/console), outside the
+		// JSON API and its OpenAPI description. Sign-in and the stylesheet
+		// are public; the sign-in is throttled as bearer tokens are.
+		{GET, "/ui", public, redirectTo("/ui/")},
+		{GET, "/ui/", session, d.Console.Overview},
+		{GET, "/ui/console.css", public, d.Console.Stylesheet},
+		{GET, "/ui/login", public, d.Console.LoginPage},
+		{POST, "/ui/login", public, d.Console.Login},
+		{POST, "/ui/logout", session, d.Console.Logout},
+		{GET, "/ui/deliveries", sessionAdmin, d.Console.Deliveries},
+		{GET, "/ui/deliveries/{id}", sessionAdmin, d.Console.Delivery},
+		{POST, "/ui/deliveries/{id}/replay", sessionAdmin, d.Console.ReplayDelivery},
+		{GET, "/ui/replay", sessionAdmin, d.Console.BulkReplayPage},
+		{POST, "/ui/replay", sessionAdmin, d.Console.BulkReplay},
+		{GET, "/ui/suppressions", sessionAdmin, d.Console.Suppressions},
+		{POST, "/ui/suppressions/clear", sessionAdmin, d.Console.ClearSuppression},
+		{GET, "/ui/workspaces/{id}/tasks", session, d.Console.WorkspaceTasks},
+		{GET, "/ui/tasks/{id}", session, d.Console.Task},
+
+		// MCP mounts here when it exists.
 	}
 }
 
@@ -118,6 +148,10 @@ func NewRouter(d Deps) *mux.Router {
 			h = authenticate(requireAdmin(h))
 		case token:
 			h = authenticate(h)
+		case session:
+			h = d.Console.RequireSession(h)
+		case sessionAdmin:
+			h = d.Console.RequireSession(d.Console.RequireAdmin(h))
 		}
 		r.Handle(rt.path, h).Methods(rt.method)
 	}

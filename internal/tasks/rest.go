@@ -165,14 +165,19 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return raw, nil
 }
 
-// visibleTask loads a completed task the caller can see; anything else is
-// the same 404.
+// visibleTask loads the route's task when the caller can see it.
 func (a *API) visibleTask(r *http.Request) (store.Task, error) {
-	t, err := a.svc.Get(r.Context(), mux.Vars(r)["id"])
+	return a.VisibleTask(r.Context(), principal(r), mux.Vars(r)["id"])
+}
+
+// VisibleTask loads a completed task p can see; anything else is the same
+// 404.
+func (a *API) VisibleTask(ctx context.Context, p httpapi.Principal, id string) (store.Task, error) {
+	t, err := a.svc.Get(ctx, id)
 	if err != nil {
 		return t, err
 	}
-	if !principal(r).CanSee(t.WorkspaceID) {
+	if !p.CanSee(t.WorkspaceID) {
 		return store.Task{}, errTaskNotFound
 	}
 	return t, nil
@@ -256,17 +261,24 @@ func (a *API) ListContributions(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	out := []Contribution{}
-	if a.contribs != nil {
-		if out, err = a.contribs.Contributions(r.Context(), t.ID); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		if out == nil {
-			out = []Contribution{}
-		}
+	out, err := a.Contributions(r.Context(), t.ID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"contributions": out})
+}
+
+// Contributions lists the PRs/MRs linked to a task (never nil).
+func (a *API) Contributions(ctx context.Context, taskID string) ([]Contribution, error) {
+	if a.contribs == nil {
+		return []Contribution{}, nil
+	}
+	out, err := a.contribs.Contributions(ctx, taskID)
+	if err != nil || out == nil {
+		return []Contribution{}, err
+	}
+	return out, nil
 }
 
 func decodeCursor(c string) (time.Time, string, error) {
@@ -280,15 +292,28 @@ func decodeCursor(c string) (time.Time, string, error) {
 // workspaceFor authorizes the {id} workspace of a route; notFound is the
 // route's own 404 body.
 func (a *API) workspaceFor(r *http.Request, notFound *failure.Error) (string, error) {
-	id := mux.Vars(r)["id"]
+	ws, err := a.visibleWorkspace(r.Context(), principal(r), mux.Vars(r)["id"], notFound)
+	return ws.ID, err
+}
+
+// visibleWorkspace returns workspace id when p may see it, and notFound
+// otherwise, whether or not it exists.
+func (a *API) visibleWorkspace(ctx context.Context, p httpapi.Principal, id string, notFound *failure.Error) (store.Workspace, error) {
 	// An ID that is not storable text names no workspace.
-	if !principal(r).CanSee(id) || !httpapi.ValidText(id) {
-		return "", notFound
+	if !p.CanSee(id) || !httpapi.ValidText(id) {
+		return store.Workspace{}, notFound
 	}
-	if _, err := a.st.GetWorkspace(r.Context(), id); err != nil {
-		return "", httpapi.Reword(err, notFound)
+	ws, err := a.st.GetWorkspace(ctx, id)
+	if err != nil {
+		return ws, httpapi.Reword(err, notFound)
 	}
-	return id, nil
+	return ws, nil
+}
+
+// VisibleWorkspace returns workspace id when p may see it; "workspace not
+// found" otherwise, as the task list answers.
+func (a *API) VisibleWorkspace(ctx context.Context, p httpapi.Principal, id string) (store.Workspace, error) {
+	return a.visibleWorkspace(ctx, p, id, errWorkspaceNotFound)
 }
 
 var errWorkspaceNotFound = failure.New(failure.NotFound, "workspace not found")
@@ -306,7 +331,7 @@ func (a *API) ListTasks(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	page := store.TaskPage{WorkspaceID: wsID, Limit: limit + 1}
+	page := store.TaskPage{WorkspaceID: wsID}
 	q := r.URL.Query()
 	switch q.Get("include_archived") {
 	case "", "false":
@@ -316,19 +341,12 @@ func (a *API) ListTasks(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, failure.New(failure.Invalid, "include_archived must be true or false"))
 		return
 	}
-	if c := q.Get("cursor"); c != "" {
-		if page.AfterCreatedAt, page.AfterID, err = decodeCursor(c); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-	}
-	ts, err := a.svc.List(r.Context(), page)
+	ts, next, err := a.TaskPage(r.Context(), page, limit, q.Get("cursor"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	resp := map[string]any{}
-	ts, next := httpapi.TrimPage(ts, limit, func(t store.Task) string { return httpapi.EncodeCursor(t.CreatedAt, t.ID) })
 	if next != "" {
 		resp["next_cursor"] = next
 	}
@@ -338,6 +356,25 @@ func (a *API) ListTasks(w http.ResponseWriter, r *http.Request) {
 	}
 	resp["tasks"] = items
 	httpapi.WriteJSON(w, http.StatusOK, resp)
+}
+
+// TaskPage returns at most limit tasks of page's workspace after cursor
+// (empty: the first page), oldest first, and the next page's cursor
+// (empty: none). The caller has authorized the workspace.
+func (a *API) TaskPage(ctx context.Context, page store.TaskPage, limit int, cursor string) ([]store.Task, string, error) {
+	if cursor != "" {
+		var err error
+		if page.AfterCreatedAt, page.AfterID, err = decodeCursor(cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	page.Limit = limit + 1 // one more tells whether a next page exists
+	ts, err := a.svc.List(ctx, page)
+	if err != nil {
+		return nil, "", err
+	}
+	ts, next := httpapi.TrimPage(ts, limit, func(t store.Task) string { return httpapi.EncodeCursor(t.CreatedAt, t.ID) })
+	return ts, next, nil
 }
 
 var errLookupNotFound = failure.New(failure.NotFound, "task not found")

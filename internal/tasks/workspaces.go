@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/trackergateway/gateway/internal/config"
@@ -34,19 +35,31 @@ func workspaceJSON(ws store.Workspace) WorkspaceJSON {
 
 // ListWorkspaces lists the workspaces the caller can see.
 func (a *API) ListWorkspaces(w http.ResponseWriter, r *http.Request) {
-	all, err := a.st.ListWorkspaces(r.Context())
+	visible, err := a.VisibleWorkspaces(r.Context(), principal(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	p := principal(r)
 	out := []WorkspaceJSON{}
-	for _, ws := range all {
-		if p.CanSee(ws.ID) {
-			out = append(out, workspaceJSON(ws))
-		}
+	for _, ws := range visible {
+		out = append(out, workspaceJSON(ws))
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"workspaces": out})
+}
+
+// VisibleWorkspaces lists the workspaces p can see.
+func (a *API) VisibleWorkspaces(ctx context.Context, p httpapi.Principal) ([]store.Workspace, error) {
+	all, err := a.st.ListWorkspaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Workspace
+	for _, ws := range all {
+		if p.CanSee(ws.ID) {
+			out = append(out, ws)
+		}
+	}
+	return out, nil
 }
 
 // CreateWorkspace creates a workspace (admin only: it refuses anyone else

@@ -109,6 +109,11 @@ func (d *Driver) Dialect() string { return store.DialectPostgres }
 func (d *Driver) ForUpdate() string  { return " FOR NO KEY UPDATE" }
 func (d *Driver) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
+// MinuteOf truncates in UTC, whatever the session's time zone.
+func (d *Driver) MinuteOf(column string) string {
+	return "(date_trunc('minute', " + column + " AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"
+}
+
 func (d *Driver) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return execOn(ctx, d.poolFor(ctx), q, args...)
 }

@@ -132,6 +132,11 @@ func (d *Driver) Dialect() string    { return store.DialectSQLite }
 func (d *Driver) ForUpdate() string  { return "" }
 func (d *Driver) SkipLocked() string { return "" }
 
+// MinuteOf: times are stored as unix microseconds.
+func (d *Driver) MinuteOf(column string) string {
+	return "((" + column + " / 60000000) * 60000000)"
+}
+
 // LockOutbox is a no-op: SQLite has a single writer.
 func (d *Driver) LockOutbox(context.Context, sqlstore.Executor) error { return nil }
 

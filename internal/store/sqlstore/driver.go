@@ -148,6 +148,9 @@ type Driver interface {
 	ForUpdate() string
 	// SkipLocked is the suffix of a claim SELECT (" FOR UPDATE SKIP LOCKED" or "").
 	SkipLocked() string
+	// MinuteOf is the SQL expression of a time column's value truncated to
+	// its UTC minute, read back as a time.
+	MinuteOf(column string) string
 	// LockOutbox serializes outbox appends until the transaction ends so event
 	// ids become visible in order.
 	LockOutbox(ctx context.Context, tx Executor) error

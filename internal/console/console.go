@@ -1,0 +1,106 @@
+// Package console is the operator console: server-rendered HTML pages
+// (html/template, embedded with the stylesheet) under /ui/ on the gateway's
+// listener, usable without JavaScript. It signs in with an API token and
+// keeps a server-side session (session.go); its pages call the same Go
+// functions as the JSON API's handlers, so both show and do the same.
+package console
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks"
+)
+
+// Sessions stores the console's sessions.
+type Sessions interface {
+	InsertConsoleSession(ctx context.Context, s store.ConsoleSession) error
+	GetConsoleSession(ctx context.Context, idSHA256 string, now time.Time) (store.ConsoleSession, error)
+	DeleteConsoleSession(ctx context.Context, idSHA256 string) error
+	DeleteExpiredConsoleSessions(ctx context.Context, now time.Time) (int64, error)
+}
+
+// Activity reads what the overview shows, and the task a delivery's
+// outcome names.
+type Activity interface {
+	CountDeliveriesReceived(ctx context.Context, since time.Time) ([]store.DeliveryCount, error)
+	CountDeliveriesPerMinute(ctx context.Context, since time.Time) ([]store.DeliveryCount, error)
+	DeliveryBacklogs(ctx context.Context) ([]store.ConnectionBacklog, error)
+	GetTask(ctx context.Context, id string) (store.Task, error)
+}
+
+// Authenticator checks a sign-in's token and resolves a session's.
+type Authenticator interface {
+	Authenticate(ctx context.Context, addr, token, path string) (httpapi.Principal, error)
+	PrincipalBySHA256(ctx context.Context, sha string) (httpapi.Principal, error)
+}
+
+// Deliveries are the operator delivery operations (inbox.Operators).
+type Deliveries interface {
+	List(ctx context.Context, f store.DeliveryFilter, limit int, cursor string) ([]store.Delivery, string, error)
+	Get(ctx context.Context, id string) (store.Delivery, error)
+	Replay(ctx context.Context, id string) (store.Delivery, error)
+	ReplayMatching(ctx context.Context, f store.DeliveryFilter, max int, dryRun bool) (store.BulkRequeueResult, error)
+}
+
+// Suppressions are the suppression operations (ingest.Suppressions).
+type Suppressions interface {
+	List(ctx context.Context, workspaceID string, limit int, cursor string) ([]store.Suppression, string, error)
+	Clear(ctx context.Context, workspaceID, externalID string) error
+}
+
+// Tasks are the task reads, scoped to what a principal may see (tasks.API).
+type Tasks interface {
+	VisibleWorkspaces(ctx context.Context, p httpapi.Principal) ([]store.Workspace, error)
+	VisibleWorkspace(ctx context.Context, p httpapi.Principal, id string) (store.Workspace, error)
+	VisibleTask(ctx context.Context, p httpapi.Principal, id string) (store.Task, error)
+	TaskPage(ctx context.Context, page store.TaskPage, limit int, cursor string) ([]store.Task, string, error)
+	Contributions(ctx context.Context, taskID string) ([]tasks.Contribution, error)
+}
+
+// Deps are what the console serves from. Every field is required.
+type Deps struct {
+	Sessions      Sessions
+	Activity      Activity
+	Authenticator Authenticator
+	Deliveries    Deliveries
+	Suppressions  Suppressions
+	Tasks         Tasks
+	// Connections are the IDs of the configured connections, in the
+	// order the overview lists them.
+	Connections []string
+}
+
+// Console serves the /ui/ pages: its exported methods are the handlers
+// internal/server mounts, behind RequireSession (and RequireAdmin for the
+// operator pages) except the sign-in page and the stylesheet.
+type Console struct {
+	d      Deps
+	logger *slog.Logger
+	now    func() time.Time
+	pages  pages
+}
+
+// New returns the console.
+func New(d Deps, logger *slog.Logger, now func() time.Time) *Console {
+	c := &Console{d: d, logger: logger, now: now}
+	c.pages = parsePages(c.templateFuncs())
+	return c
+}
+
+// fail answers err as an HTML page, with the status and message the
+// httpapi error table gives it (500s logged there, with a generic text).
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, message := httpapi.ErrorResponse(w, r, c.logger, err)
+	c.render(w, r, status, "error", "Error", errorPage{Status: status, StatusText: http.StatusText(status), Message: message})
+}
+
+type errorPage struct {
+	Status     int
+	StatusText string
+	Message    string
+}
