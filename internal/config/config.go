@@ -74,10 +74,23 @@ type Connection struct {
 	PullRequests string   `yaml:"pull_requests"`
 	OnClose      string   `yaml:"on_close"`
 	OnMerge      string   `yaml:"on_merge"`
-	APIToken     string   `yaml:"api_token"`
-	// APIBaseURL overrides the provider API endpoint (GitHub Enterprise,
-	// self-managed GitLab, tests).
-	APIBaseURL string `yaml:"api_base_url"`
+	// APIToken authenticates the gateway to the provider's API (PR/MR
+	// refreshes, missed-delivery recovery, hook health).
+	APIToken string `yaml:"api_token"`
+	// APIURL is the provider's REST API base URL, used as given (GitHub
+	// Enterprise Server https://HOST/api/v3/, self-managed GitLab
+	// https://HOST/api/v4, tests); empty derives it from Host.
+	APIURL string `yaml:"api_url"`
+	// APIBaseURLAlias is the older name of api_url, still accepted:
+	// applyDefaults moves it into APIURL and clears it, so APIURL is the
+	// only one read. A file giving both with different values is refused.
+	APIBaseURLAlias string `yaml:"api_base_url"`
+	// Hooks are the provider webhooks that post to this connection, which
+	// missed-delivery recovery reads and asks to redeliver (hooks.go).
+	Hooks []Hook `yaml:"hooks"`
+	// RecoverEvery runs recovery in the background this often (a Go
+	// duration); empty is off.
+	RecoverEvery string `yaml:"recover_every"`
 }
 
 // SecretBytes returns the non-empty secrets.
@@ -240,6 +253,14 @@ func (c *Config) applyDefaults() {
 		if cn.OnMerge == "" {
 			cn.OnMerge = OnCloseNone
 		}
+		// The alias stays only when it contradicts api_url, for Validate
+		// to refuse.
+		if cn.APIURL == "" {
+			cn.APIURL = cn.APIBaseURLAlias
+		}
+		if cn.APIURL == cn.APIBaseURLAlias {
+			cn.APIBaseURLAlias = ""
+		}
 		if p, ok := providers.Lookup(cn.Provider); ok && cn.Host == "" {
 			cn.Host = p.DefaultHost
 		}
@@ -377,6 +398,12 @@ func (c *Config) Validate() error {
 		if cn.OnMerge != OnCloseArchive && cn.OnMerge != OnCloseNone {
 			return at("connections", i, "on_merge", fmt.Errorf("connection %q: on_merge %q must be archive or none", cn.ID, cn.OnMerge))
 		}
+		if cn.APIBaseURLAlias != "" {
+			return at("connections", i, "api_base_url", fmt.Errorf("connection %q: api_base_url (the older name of api_url) and api_url differ; give api_url only", cn.ID))
+		}
+		if key, err := cn.validateRecovery(); err != nil {
+			return at("connections", i, key, fmt.Errorf("connection %q: %w", cn.ID, err))
+		}
 	}
 	names := map[string]bool{}
 	for i, tk := range c.Tokens {
@@ -464,13 +491,7 @@ const AdminTokenName = "admin"
 
 // providerChoices names the registered providers for an error message:
 // "github, gitlab or jira".
-func providerChoices() string {
-	names := providers.Names()
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
+func providerChoices() string { return joinOr(providers.Names()) }
 
 // DefaultSecretEnv names the environment variable of each zero-config
 // connection's webhook secret, keyed by provider (the registry's SecretEnv).

@@ -251,18 +251,18 @@ func (p *Projector) fetch(ctx context.Context, conn config.Connection, row store
 	return row, fmt.Errorf("no projection API for %s", conn.Provider)
 }
 
-// githubClient is go-github's client for conn: api_base_url when set, else
+// githubClient is go-github's client for conn: api_url when set, else
 // GitHub Enterprise Server's https://<host>/api/v3/ for a host other than
 // github.com, else https://api.github.com/.
 func githubClient(hc *http.Client, conn config.Connection) (*gh.Client, error) {
 	client := gh.NewClient(hc).WithAuthToken(conn.APIToken)
 	switch {
-	case conn.APIBaseURL != "":
+	case conn.APIURL != "":
 		var err error
-		if client, err = client.WithEnterpriseURLs(conn.APIBaseURL, conn.APIBaseURL); err != nil {
+		if client, err = client.WithEnterpriseURLs(conn.APIURL, conn.APIURL); err != nil {
 			return nil, err
 		}
-		base := strings.TrimSuffix(conn.APIBaseURL, "/") + "/"
+		base := strings.TrimSuffix(conn.APIURL, "/") + "/"
 		if client.BaseURL, err = client.BaseURL.Parse(base); err != nil {
 			return nil, err
 		}
@@ -370,8 +370,8 @@ func retryAfterHeader(h http.Header, status int, now time.Time) time.Duration {
 
 func (p *Projector) fetchGitLab(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
 	opts := []gitlab.ClientOptionFunc{gitlab.WithHTTPClient(p.client(conn.Provider)), gitlab.WithoutRetries()}
-	if conn.APIBaseURL != "" {
-		opts = append(opts, gitlab.WithBaseURL(conn.APIBaseURL))
+	if conn.APIURL != "" {
+		opts = append(opts, gitlab.WithBaseURL(conn.APIURL))
 	} else {
 		opts = append(opts, gitlab.WithBaseURL("https://"+conn.Host+"/api/v4"))
 	}

@@ -649,7 +649,7 @@ func TestGitHubClientBaseURL(t *testing.T) {
 		{"github.com", "http://127.0.0.1:8080/", "http://127.0.0.1:8080/"},
 	}
 	for _, tc := range tests {
-		c, err := githubClient(http.DefaultClient, config.Connection{Host: tc.host, APIBaseURL: tc.apiBaseURL, APIToken: "x"})
+		c, err := githubClient(http.DefaultClient, config.Connection{Host: tc.host, APIURL: tc.apiBaseURL, APIToken: "x"})
 		if err != nil {
 			t.Fatalf("githubClient(%q, %q): %v", tc.host, tc.apiBaseURL, err)
 		}
