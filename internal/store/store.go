@@ -85,6 +85,7 @@ type Queries interface {
 	SuppressionQueries
 	ProjectionQueries
 	RetentionQueries
+	RedeliveryQueries
 }
 
 // Workspace is a tenant: tasks, steps and tokens belong to one.

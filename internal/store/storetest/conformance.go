@@ -38,6 +38,7 @@ var areas = []struct {
 	{"migrations and transactions", storeTests},
 	{"probe", probeTests},
 	{"retention", retentionTests},
+	{"redelivery requests", redeliveryTests},
 }
 
 // Conformance runs the driver conformance suite on every dialect, each test
