@@ -46,6 +46,10 @@ type RedeliveryQueries interface {
 	// AnswerRedelivery records the provider's answer to a claimed request:
 	// its status (accepted or failed), error and answer time.
 	AnswerRedelivery(ctx context.Context, r Redelivery) error
+	// ReleaseRedelivery deletes a claimed request still in status
+	// requested: the provider refused it without acting (a rate limit), so
+	// a later run may ask again. An answered request is left alone.
+	ReleaseRedelivery(ctx context.Context, connectionID string, hookID int64, guid string) error
 	// ListRedeliveries returns the requests recorded for a hook's GUIDs,
 	// keyed by GUID.
 	ListRedeliveries(ctx context.Context, connectionID string, hookID int64, guids []string) (map[string]Redelivery, error)

@@ -79,6 +79,15 @@ func (q queries) AnswerRedelivery(ctx context.Context, r store.Redelivery) error
 	return q.wrap("answer redelivery", err)
 }
 
+func (q queries) ReleaseRedelivery(ctx context.Context, connectionID string, hookID int64, guid string) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	_, err := q.ex.Exec(ctx, `DELETE FROM redelivery_requests
+		WHERE connection_id = $1 AND hook_id = $2 AND guid = $3 AND status = $4`,
+		connectionID, hookID, guid, store.RedeliveryRequested)
+	return q.wrap("release redelivery", err)
+}
+
 func (q queries) ListRedeliveries(ctx context.Context, connectionID string, hookID int64, guids []string) (map[string]store.Redelivery, error) {
 	out := map[string]store.Redelivery{}
 	for start := 0; start < len(guids); start += keysPerStatement {

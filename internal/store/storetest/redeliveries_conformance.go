@@ -14,6 +14,7 @@ import (
 var redeliveryTests = []contractTest{
 	{name: "held delivery keys are the connection's", fn: testHeldDeliveryKeys},
 	{name: "a redelivery is claimed once, answered and listed", fn: testClaimRedelivery},
+	{name: "a released request can be claimed again, an answered one is kept", fn: testReleaseRedelivery},
 	{name: "concurrent claims of one redelivery: one wins", fn: testClaimRedeliveryRace},
 }
 
@@ -109,5 +110,30 @@ func testClaimRedeliveryRace(t *testing.T, s store.Store) {
 	}
 	if n != 1 {
 		t.Errorf("%d claims won, want 1", n)
+	}
+}
+
+func testReleaseRedelivery(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	claim := func(guid string) bool {
+		t.Helper()
+		claimed, err := s.ClaimRedelivery(ctx, store.Redelivery{ConnectionID: "gh", HookID: 11, GUID: guid, ProviderDeliveryID: 1,
+			Event: "issues", RequestedAt: epoch})
+		must(t, err)
+		return claimed
+	}
+	claim("released")
+	must(t, s.ReleaseRedelivery(ctx, "gh", 11, "released"))
+	if !claim("released") {
+		t.Errorf("a released request could not be claimed again")
+	}
+
+	claim("answered")
+	at := epoch.Add(time.Second)
+	must(t, s.AnswerRedelivery(ctx, store.Redelivery{ConnectionID: "gh", HookID: 11, GUID: "answered",
+		Status: store.RedeliveryAccepted, AnsweredAt: &at}))
+	must(t, s.ReleaseRedelivery(ctx, "gh", 11, "answered"))
+	if claim("answered") {
+		t.Errorf("an answered request was released")
 	}
 }
