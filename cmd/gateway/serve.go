@@ -27,6 +27,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/projection"
+	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/retention"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
@@ -323,6 +324,8 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	}
 	pruner := retention.New(st, logger, now, retain)
 	pruner.OnDeleted = m.RetentionDeleted
+	missed := recovery.New(st, lookupConn, logger, now)
+	missed.Metrics = m
 
 	r := server.NewRouter(server.Deps{
 		Receiver:      receiver,
@@ -330,6 +333,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Deliveries:    inbox.NewOperators(st, logger, now),
 		Suppressions:  ingest.NewSuppressions(st, logger),
 		Creations:     idempotency.NewOperators(coord, logger),
+		Recovery:      recovery.NewOperators(missed, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       m,
 		Authenticator: httpapi.NewAuthenticator(st, logger, nil),
@@ -362,6 +366,9 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	background.Go(func() { recoverer.Run(store.WithDeferredSync(backgroundCtx)) })
 	background.Go(func() { projector.Run(store.WithDeferredSync(backgroundCtx)) })
 	background.Go(func() { pruner.Run(store.WithDeferredSync(backgroundCtx)) })
+	// Missed-delivery recovery commits each redelivery record with a full
+	// sync before it asks the provider, so it never runs deferred.
+	background.Go(func() { missed.Run(backgroundCtx, cfg.Connections) })
 	waitAll := func() {
 		receiving.Wait()
 		working.Wait()

@@ -16,6 +16,7 @@ import (
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
@@ -27,6 +28,7 @@ type Deps struct {
 	Deliveries   *inbox.Operators
 	Suppressions *ingest.Suppressions
 	Creations    *idempotency.Operators
+	Recovery     *recovery.Operators
 	Readiness    *inbox.Readiness
 	Metrics      *metrics.Metrics
 	// Authenticator checks the bearer token of every /api/ route.
@@ -87,6 +89,8 @@ func table(d Deps) []route {
 		{DELETE, "/api/v1/suppressions", admin, d.Suppressions.ClearSuppression},
 		{GET, "/api/v1/creations/{operation_id}", admin, d.Creations.InspectCreation},
 		{POST, "/api/v1/creations/{operation_id}/steps/resolve", admin, d.Creations.ResolveStep},
+		{POST, "/api/v1/connections/{id}/recover", admin, d.Recovery.Recover},
+		{GET, "/api/v1/connections/{id}/hooks", admin, d.Recovery.ListHooks},
 
 		// The API's own description (docs/openapi.yaml).
 		{GET, "/api/v1/openapi.yaml", public, docs.Handler().ServeHTTP},
