@@ -141,4 +141,3 @@ func (g *githubAPI) state(ctx context.Context, hook config.Hook) (HookState, err
 	}
 	return st, nil
 }
-
