@@ -41,6 +41,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"suppressions"}, nil},
 		{[]string{"suppressions", "list"}, append([]string{"workspace"}, operator...)},
 		{[]string{"suppressions", "clear"}, append([]string{"external-id", "workspace"}, operator...)},
+		{[]string{"recover"}, append([]string{"connection", "dry-run", "o", "since"}, operator...)},
 		{[]string{"help"}, nil},
 		{[]string{"version"}, nil},
 	}
