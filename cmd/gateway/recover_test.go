@@ -134,7 +134,11 @@ func TestRecoverMissedDelivery(t *testing.T) {
 		// Delivered.
 		api.add(3, "guid-ok", 200, githubIssueOpened(t, 7003, 3, "Delivered"))
 
-		status, body := g.apiDo(t, http.MethodPost, "/api/v1/connections/github/recover", map[string]any{"since": "1h"})
+		c := specClient{t: t, g: g}
+		c.call(http.MethodPost, "/api/v1/connections/github/recover", map[string]any{"since": "1h", "dry_run": true}, http.StatusOK)
+		c.call(http.MethodGet, "/api/v1/connections/github/hooks", nil, http.StatusOK)
+		answer := c.call(http.MethodPost, "/api/v1/connections/github/recover", map[string]any{"since": "1h"}, http.StatusOK)
+		status, body := answer.status, answer.body
 		var res struct {
 			Checked, Missing, Redelivered int
 			Deliveries                    []struct {
@@ -201,8 +205,10 @@ func TestRecoverRefusals(t *testing.T) {
 		{http.MethodGet, "/api/v1/connections/nope/hooks", nil, http.StatusNotFound},
 		{http.MethodGet, "/api/v1/connections/gitlab/hooks", nil, http.StatusBadRequest},
 	}
+	c := specClient{t: t, g: g}
 	for _, tc := range tests {
-		status, body := g.apiDo(t, tc.method, tc.path, tc.body)
+		answer := c.call(tc.method, tc.path, tc.body)
+		status, body := answer.status, answer.body
 		if status != tc.want {
 			t.Errorf("%s %s %v = %d %s, want %d", tc.method, tc.path, tc.body, status, body, tc.want)
 		}
