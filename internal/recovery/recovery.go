@@ -152,7 +152,7 @@ type Recoverer struct {
 // New returns a Recoverer over the connections conns finds.
 func New(st Store, conns func(id string) (config.Connection, bool), logger *slog.Logger, now func() time.Time) *Recoverer {
 	return &Recoverer{st: st, conns: conns, logger: logger, now: func() time.Time { return now().UTC() },
-		HTTPClient: &http.Client{Timeout: 30 * time.Second}, MaxWait: 20 * time.Second, MaxElapsed: 40 * time.Second,
+		HTTPClient: &http.Client{Timeout: 30 * time.Second}, MaxWait: 20 * time.Second, MaxElapsed: 30 * time.Second,
 		apis: map[string]func(r *Recoverer, conn config.Connection) (hookAPI, error){
 			connectors.ProviderGitHub: newGitHubAPI,
 			connectors.ProviderGitLab: newGitLabAPI,
