@@ -69,7 +69,10 @@ type fakeGitHub struct {
 	redelivered []string
 	// onRedeliver runs on each accepted redelivery request.
 	onRedeliver func(hookPath string, id int64)
-	requests    int
+	// redeliverStatus, when set, answers redelivery requests instead of
+	// 202 (they are recorded all the same).
+	redeliverStatus int
+	requests        int
 }
 
 func newFakeGitHub(t *testing.T) *fakeGitHub {
@@ -105,8 +108,13 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.ParseInt(id, 10, 64)
 		f.mu.Lock()
 		f.redelivered = append(f.redelivered, hook+"/"+id)
-		on := f.onRedeliver
+		on, status := f.onRedeliver, f.redeliverStatus
 		f.mu.Unlock()
+		if status != 0 {
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, `{"message":"Server Error"}`)
+			return
+		}
 		if on != nil {
 			on(hook, n)
 		}

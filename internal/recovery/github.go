@@ -29,9 +29,10 @@ func newGitHubAPI(r *Recoverer, conn config.Connection) (hookAPI, error) {
 	return &githubAPI{r: r, client: client}, nil
 }
 
-// call runs one go-github request through the recoverer's retries.
-func (g *githubAPI) call(ctx context.Context, request func() (*gh.Response, error)) error {
-	return g.r.retrying(ctx, func() (answer, error) {
+// call runs one go-github request through the recoverer's retries;
+// idempotent (a read) may also be retried after a server error.
+func (g *githubAPI) call(ctx context.Context, idempotent bool, request func() (*gh.Response, error)) error {
+	return g.r.retrying(ctx, idempotent, func() (answer, error) {
 		resp, err := request()
 		var accepted *gh.AcceptedError
 		if errors.As(err, &accepted) {
@@ -58,7 +59,7 @@ func (g *githubAPI) attempts(ctx context.Context, hook config.Hook, since time.T
 	for {
 		var page []*gh.HookDelivery
 		var resp *gh.Response
-		err := g.call(ctx, func() (*gh.Response, error) {
+		err := g.call(ctx, true, func() (*gh.Response, error) {
 			var err error
 			if hook.Organization != "" {
 				page, resp, err = g.client.Organizations.ListHookDeliveries(ctx, hook.Organization, hook.ID, opts)
@@ -88,7 +89,7 @@ func (g *githubAPI) attempts(ctx context.Context, hook config.Hook, since time.T
 }
 
 func (g *githubAPI) redeliver(ctx context.Context, hook config.Hook, a attempt) error {
-	return g.call(ctx, func() (*gh.Response, error) {
+	return g.call(ctx, false, func() (*gh.Response, error) {
 		if hook.Organization != "" {
 			_, resp, err := g.client.Organizations.RedeliverHookDelivery(ctx, hook.Organization, hook.ID, a.id)
 			return resp, err
@@ -111,7 +112,7 @@ func (g *githubAPI) inboxKeys(hook config.Hook, guid string) []string {
 
 func (g *githubAPI) state(ctx context.Context, hook config.Hook) (HookState, error) {
 	var h *gh.Hook
-	err := g.call(ctx, func() (*gh.Response, error) {
+	err := g.call(ctx, true, func() (*gh.Response, error) {
 		var resp *gh.Response
 		var err error
 		if hook.Organization != "" {

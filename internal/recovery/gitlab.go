@@ -45,9 +45,10 @@ type gitlabHookEvent struct {
 	CreatedAt      time.Time `json:"created_at"`
 }
 
-// call runs one client-go request through the recoverer's retries.
-func (g *gitlabAPI) call(ctx context.Context, request func() (*gitlab.Response, error)) error {
-	return g.r.retrying(ctx, func() (answer, error) {
+// call runs one client-go request through the recoverer's retries;
+// idempotent (a read) may also be retried after a server error.
+func (g *gitlabAPI) call(ctx context.Context, idempotent bool, request func() (*gitlab.Response, error)) error {
+	return g.r.retrying(ctx, idempotent, func() (answer, error) {
 		resp, err := request()
 		if err == nil {
 			return answer{}, nil
@@ -79,7 +80,7 @@ func (g *gitlabAPI) attempts(ctx context.Context, hook config.Hook, since time.T
 	for {
 		var page []gitlabHookEvent
 		var resp *gitlab.Response
-		err := g.call(ctx, func() (*gitlab.Response, error) {
+		err := g.call(ctx, true, func() (*gitlab.Response, error) {
 			req, err := g.client.NewRequest(http.MethodGet, hookPath(hook)+"/events", &opts, []gitlab.RequestOptionFunc{gitlab.WithContext(ctx)})
 			if err != nil {
 				return nil, err
@@ -120,7 +121,7 @@ func gitlabGUID(e gitlabHookEvent) string {
 }
 
 func (g *gitlabAPI) redeliver(ctx context.Context, hook config.Hook, a attempt) error {
-	return g.call(ctx, func() (*gitlab.Response, error) {
+	return g.call(ctx, false, func() (*gitlab.Response, error) {
 		if hook.Group != "" {
 			return g.client.Groups.ResendGroupHookEvent(hook.Group, hook.ID, a.id, gitlab.WithContext(ctx))
 		}
@@ -152,7 +153,7 @@ var gitlabEventFlags = []string{"push_events", "tag_push_events", "issues_events
 
 func (g *gitlabAPI) state(ctx context.Context, hook config.Hook) (HookState, error) {
 	var raw json.RawMessage
-	err := g.call(ctx, func() (*gitlab.Response, error) {
+	err := g.call(ctx, true, func() (*gitlab.Response, error) {
 		req, err := g.client.NewRequest(http.MethodGet, hookPath(hook), nil, []gitlab.RequestOptionFunc{gitlab.WithContext(ctx)})
 		if err != nil {
 			return nil, err

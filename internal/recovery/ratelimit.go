@@ -34,9 +34,11 @@ type answer struct {
 
 // retrying runs a provider request, again after a rate-limit refusal
 // (waiting as long as the provider asks, at most MaxWait, or the run stops
-// with ErrRateLimited) or a server error or lost connection (exponential
-// backoff), within MaxElapsed. Any other failure is final at once.
-func (r *Recoverer) retrying(ctx context.Context, request func() (answer, error)) error {
+// with ErrRateLimited), within MaxElapsed. A read (idempotent) is also
+// tried again after a server error or a lost connection (exponential
+// backoff); a redelivery request is not, as the provider may have acted on
+// it. Any other failure is final at once.
+func (r *Recoverer) retrying(ctx context.Context, idempotent bool, request func() (answer, error)) error {
 	exp := backoff.NewExponentialBackOff()
 	exp.InitialInterval, exp.MaxElapsedTime = 500*time.Millisecond, r.MaxElapsed
 	b := &providerWait{ExponentialBackOff: exp}
@@ -50,7 +52,7 @@ func (r *Recoverer) retrying(ctx context.Context, request func() (answer, error)
 		case ans.wait > 0:
 			b.asked = ans.wait
 			return rateLimitedError{err}
-		case ans.status == 0 && ctx.Err() == nil, ans.status >= http.StatusInternalServerError:
+		case idempotent && (ans.status == 0 && ctx.Err() == nil || ans.status >= http.StatusInternalServerError):
 			return err
 		}
 		return backoff.Permanent(err)

@@ -324,9 +324,11 @@ func (r *Recoverer) ask(ctx context.Context, conn config.Connection, api hookAPI
 		return nil
 	}
 	askErr := api.redeliver(ctx, hook, a)
-	if errors.Is(askErr, ErrRateLimited) || (askErr != nil && ctx.Err() != nil) {
-		// Refused before the provider acted, or never sent: a later run
-		// asks. The release outlives the cancelled context.
+	if errors.Is(askErr, ErrRateLimited) {
+		// Every answer was a rate-limit refusal: the provider did nothing,
+		// so a later run may ask. Anything else (an error, a lost
+		// connection, a cancelled run) may have reached the provider and
+		// stays recorded.
 		if err := r.st.ReleaseRedelivery(context.WithoutCancel(ctx), conn.ID, hook.ID, a.guid); err != nil {
 			return fmt.Errorf("release redelivery: %w", err)
 		}
@@ -343,7 +345,8 @@ func (r *Recoverer) ask(ctx context.Context, conn config.Connection, api hookAPI
 		r.logger.Info("missed delivery redelivered", "connection", conn.ID, "hook_id", hook.ID, "guid", a.guid, "event", a.event)
 	}
 	d.Request, d.Error = rec.Status, rec.Error
-	if err := r.st.AnswerRedelivery(ctx, rec); err != nil {
+	// The answer is recorded even when the run was cancelled meanwhile.
+	if err := r.st.AnswerRedelivery(context.WithoutCancel(ctx), rec); err != nil {
 		return fmt.Errorf("answer redelivery: %w", err)
 	}
 	return nil

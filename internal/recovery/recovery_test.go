@@ -357,3 +357,34 @@ func twoReplicas(t *testing.T, dialect string) (*sqlstore.Store, *sqlstore.Store
 	t.Cleanup(b.Close)
 	return a, b
 }
+
+// A redelivery request that fails in a way the provider may have acted on
+// (a server error) is asked once, recorded failed with its error and
+// reported; a later run does not ask again. A listing that fails the same
+// way is simply read again.
+func TestRecoverNeverAsksTwiceAfterAFailure(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		gh := newFakeGitHub(t)
+		gh.deliveries["repos/acme/api/hooks/11"] = []ghDelivery{delivery(1, "g1", time.Minute, 503)}
+		gh.refuse(http.StatusBadGateway, nil, `{"message":"Server Error"}`) // the first listing
+		gh.redeliverStatus = http.StatusBadGateway
+		rec := newRecoverer(st, gh.connection(repoHook))
+		rec.timer = &recordingTimer{}
+		res, err := rec.Recover(t.Context(), "gh", Options{})
+		if err != nil {
+			t.Fatalf("Recover: %v", err)
+		}
+		if res.Missing != 1 || res.Redelivered != 0 || len(res.Deliveries) != 1 || res.Deliveries[0].Request != store.RedeliveryFailed ||
+			!strings.Contains(res.Deliveries[0].Error, "502") {
+			t.Fatalf("Recover = %+v; want g1 missing, its request failed with GitHub's 502", res)
+		}
+		again, err := rec.Recover(t.Context(), "gh", Options{})
+		if err != nil || again.Redelivered != 0 || again.Deliveries[0].Request != store.RedeliveryFailed {
+			t.Errorf("second run = %+v, %v; want the failed request listed, not asked again", again, err)
+		}
+		if asked := gh.asked(); len(asked) != 1 {
+			t.Errorf("redelivery requests = %q, want one", asked)
+		}
+	})
+}
