@@ -93,7 +93,7 @@ commands:
   deliveries     list | get ID | replay ID  (operators)
   suppressions   list | clear --workspace W --external-id X  (operators)
   prune          delete expired deliveries and read events once [--dry-run]
-  recover        ask a provider to redeliver what it failed to deliver --connection ID [--since 24h] [--dry-run]
+  recover        ask a provider to redeliver what it failed to deliver  (operators)
   version        print the build's version and revision
   help           show a command's usage
 

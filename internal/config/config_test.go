@@ -385,6 +385,7 @@ connections:
 			wantErr: []string{"line 8:", "repository or organization"}},
 		{name: "two owners", text: head + "    provider: github\n    hooks: [{repository: acme/api, organization: acme, id: 1}]\n",
 			wantErr: []string{"exactly one of"}},
+		{name: "repository without owner", text: head + "    provider: github\n    hooks: [{repository: api, id: 1}]\n", wantErr: []string{"owner/repo"}},
 		{name: "no id", text: head + "    provider: github\n    hooks: [{repository: acme/api}]\n", wantErr: []string{"positive hook ID"}},
 		{name: "twice", text: head + "    provider: github\n    hooks: [{repository: acme/api, id: 1}, {repository: acme/api, id: 1}]\n",
 			wantErr: []string{"listed twice"}},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"strconv"
 	"time"
 
@@ -88,6 +89,8 @@ func (c Connection) validateRecovery() (key string, err error) {
 			return "hooks", fmt.Errorf("hooks: each hook needs exactly one of %s", joinOr(kinds))
 		case !slices.Contains(kinds, kind):
 			return "hooks", fmt.Errorf("hooks: %s hook on %s %q: %s hooks are on %s", c.Provider, kind, name, c.Provider, joinOr(kinds))
+		case kind == HookRepository && strings.Count(name, "/") != 1:
+			return "hooks", fmt.Errorf("hooks: repository %q must be owner/repo", name)
 		case h.ID <= 0:
 			return "hooks", fmt.Errorf("hooks: %s %q: id must be the provider's positive hook ID", kind, name)
 		case seen[h]:
