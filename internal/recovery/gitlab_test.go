@@ -50,6 +50,8 @@ type fakeGitLab struct {
 	events  map[string][]glEvent // by escaped hook path
 	resent  []string
 	perPage int
+	// refusals answer the next requests, in order, before anything else.
+	refusals []http.Header
 }
 
 func newFakeGitLab(t *testing.T) *fakeGitLab {
@@ -62,6 +64,18 @@ func newFakeGitLab(t *testing.T) *fakeGitLab {
 		}
 		path := strings.TrimPrefix(r.URL.EscapedPath(), "/api/v4/")
 		w.Header().Set("Content-Type", "application/json")
+		f.mu.Lock()
+		if len(f.refusals) > 0 {
+			for k, v := range f.refusals[0] {
+				w.Header()[k] = v
+			}
+			f.refusals = f.refusals[1:]
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"message":"429 Too Many Requests"}`)
+			return
+		}
+		f.mu.Unlock()
 		switch {
 		case r.Method == http.MethodGet && strings.HasSuffix(path, "/events"):
 			f.mu.Lock()
@@ -181,5 +195,33 @@ func TestHooks(t *testing.T) {
 	hooks, err = rec.Hooks(t.Context(), "gh")
 	if err != nil || len(hooks) != 1 || hooks[0].Error == "" || strings.Contains(hooks[0].Error, testToken) {
 		t.Errorf("Hooks with GitHub down = %+v, %v; want the hook with an error, no token", hooks, err)
+	}
+}
+
+// GitLab's rate limit (429 with RateLimit-Remaining 0 and RateLimit-Reset)
+// is waited out until the reset, on the listing and on the resend.
+func TestRecoverGitLabWaitsOutRateLimits(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.DialectSQLite)
+	gl := newFakeGitLab(t)
+	gl.events["projects/acme%2Fapi/hooks/1"] = []glEvent{glHookEvent(15, "k5", time.Minute, "500")}
+	limited := http.Header{"Ratelimit-Limit": {"2000"}, "Ratelimit-Remaining": {"0"},
+		"Ratelimit-Reset": {fmt.Sprint(now.Add(time.Second).Unix())}}
+	gl.refusals = []http.Header{limited, limited}
+	rec := newRecoverer(st, gl.connection(config.Hook{Project: "acme/api", ID: 1}))
+	timer := &recordingTimer{}
+	rec.timer = timer
+	res, err := rec.Recover(t.Context(), "gl", Options{})
+	if err != nil || res.Redelivered != 1 || len(res.Unfinished) != 0 {
+		t.Fatalf("Recover = %+v, %v; want the event resent, finished", res, err)
+	}
+	waits := timer.recorded()
+	if len(waits) != 2 {
+		t.Fatalf("waits = %v, want one per refusal", waits)
+	}
+	for _, w := range waits {
+		if w < time.Second {
+			t.Errorf("waited %v, want at least the second to GitLab's reset", w)
+		}
 	}
 }
