@@ -193,7 +193,7 @@ func (r *Recoverer) Recover(ctx context.Context, connectionID string, opts Optio
 		opts.Since = DefaultWindow
 	}
 	if opts.Since < 0 || opts.Since > MaxWindow {
-		return Result{}, failure.New(failure.Invalid, "since must be positive and at most %s (GitHub keeps three days of deliveries)", "72h")
+		return Result{}, failure.New(failure.Invalid, "since must be positive and at most 72h (GitHub keeps three days of deliveries)")
 	}
 	conn, api, err := r.hookAPIFor(connectionID)
 	if err != nil {
