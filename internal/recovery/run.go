@@ -38,6 +38,13 @@ func (r *Recoverer) runConnection(ctx context.Context, id string, every time.Dur
 	// down for a while before it started.
 	since := MaxWindow
 	lease := "recovery:" + id
+	// A replica that stops hands the lease on at once, so a replica that
+	// starts in its place need not wait for it to expire.
+	defer func() {
+		if err := r.st.ReleaseJobLease(context.WithoutCancel(ctx), lease, owner); err != nil {
+			r.logger.Warn("recovery lease not released", "connection", id, "error", err)
+		}
+	}()
 	for {
 		now := r.now()
 		held, err := r.st.AcquireJobLease(ctx, lease, owner, now, now.Add(every))

@@ -49,6 +49,10 @@ func TestRunRecoversInTheBackground(t *testing.T) {
 				t.Fatal("Run did not return after its context ended")
 			}
 		}
+		// The replicas that stopped released the lease: a new one takes it.
+		if held, err := first.AcquireJobLease(t.Context(), "recovery:gh", "next-replica", now, now.Add(time.Minute)); err != nil || !held {
+			t.Errorf("lease after the replicas stopped = %v, %v; want free", held, err)
+		}
 		if got := gh.asked(); len(got) != 1 || got[0] != "repos/acme/api/hooks/11/1" {
 			t.Errorf("redelivery requests = %q, want the two-day-old delivery once", got)
 		}
