@@ -90,15 +90,24 @@ func (m *missedGitHub) add(id int64, guid string, code int, body []byte) {
 }
 
 // recoverConfig is the test configuration with the github connection
-// reading the fake API's hook.
-func recoverConfig(t *testing.T, api string) string {
+// reading the fake GitHub API's hook and, when gitlabAPI is not empty, the
+// gitlab connection reading the fake GitLab API's project hook.
+func recoverConfig(t *testing.T, githubAPI, gitlabAPI string) string {
 	t.Helper()
 	cfg := strings.Replace(testConfig, "    on_merge: archive\n", fmt.Sprintf(`    on_merge: archive
     api_url: %s/
     api_token: %s
     hooks:
       - {repository: acme/api, id: %d}
-`, api, recoverToken, recoverHookID), 1)
+`, githubAPI, recoverToken, recoverHookID), 1)
+	if gitlabAPI != "" {
+		gitlabSecrets := `    secrets: ["` + gitlabSecret + `"]` + "\n"
+		cfg = strings.Replace(cfg, gitlabSecrets, gitlabSecrets+fmt.Sprintf(`    api_url: %s/api/v4
+    api_token: %s
+    hooks:
+      - {project: acme/api, id: %d}
+`, gitlabAPI, recoverToken, recoverHookID), 1)
+	}
 	path := filepath.Join(t.TempDir(), "recover.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -115,7 +124,7 @@ func TestRecoverMissedDelivery(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		api := newMissedGitHub(t)
-		g := startGateway(t, newDatabaseURL(t, dialect), "--config", recoverConfig(t, api.srv.URL))
+		g := startGateway(t, newDatabaseURL(t, dialect), "--config", recoverConfig(t, api.srv.URL, ""))
 		api.mu.Lock()
 		api.gateway = g.URL
 		api.mu.Unlock()
@@ -189,7 +198,7 @@ func TestRecoverMissedDelivery(t *testing.T) {
 func TestRecoverRefusals(t *testing.T) {
 	t.Parallel()
 	api := newMissedGitHub(t)
-	g := startGateway(t, newDatabaseURL(t, "sqlite"), "--config", recoverConfig(t, api.srv.URL))
+	g := startGateway(t, newDatabaseURL(t, "sqlite"), "--config", recoverConfig(t, api.srv.URL, ""))
 	tests := []struct {
 		method, path string
 		body         any
@@ -216,4 +225,112 @@ func TestRecoverRefusals(t *testing.T) {
 	if api.asked != 0 {
 		t.Errorf("GitHub was asked for %d redeliveries, want none", api.asked)
 	}
+}
+
+// missedGitLab is a GitLab API holding one project hook's events; a
+// resend posts the event's delivery again to the gateway, with the same
+// Idempotency-Key, as GitLab does.
+type missedGitLab struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	gateway string
+	events  []map[string]any
+	bodies  map[int64][]byte
+	resent  int
+}
+
+func newMissedGitLab(t *testing.T) *missedGitLab {
+	m := &missedGitLab{bodies: map[int64][]byte{}}
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		events := fmt.Sprintf("/api/v4/projects/acme%%2Fapi/hooks/%d/events", recoverHookID)
+		w.Header().Set("Content-Type", "application/json")
+		switch path := r.URL.EscapedPath(); {
+		case r.Header.Get("Private-Token") != recoverToken:
+			w.WriteHeader(http.StatusUnauthorized)
+		case r.Method == http.MethodGet && path == events:
+			_ = json.NewEncoder(w).Encode(m.events)
+		case r.Method == http.MethodPost && strings.HasPrefix(path, events+"/") && strings.HasSuffix(path, "/resend"):
+			var id int64
+			_, _ = fmt.Sscanf(strings.TrimPrefix(path, events+"/"), "%d/resend", &id)
+			m.resent++
+			var key string
+			for _, e := range m.events {
+				if e["id"] == id {
+					key = e["request_headers"].(map[string]string)["Idempotency-Key"]
+				}
+			}
+			h := hook{Conn: "gitlab", Event: "Issue Hook", Body: m.bodies[id], Key: key}.header(gitlabSecret)
+			h.Set("Content-Type", "application/json")
+			req, _ := http.NewRequest(http.MethodPost, m.gateway+"/webhooks/gitlab", strings.NewReader(string(m.bodies[id])))
+			req.Header = h
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != http.StatusAccepted {
+				t.Errorf("resend to the gateway: %v %v", resp, err)
+			}
+			if resp != nil {
+				resp.Body.Close()
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+// add lists a hook event of body with its Idempotency-Key, answered with
+// status.
+func (m *missedGitLab) add(id int64, key, status string, body []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append([]map[string]any{{"id": id, "url": "https://gateway.example.com/webhooks/gitlab", "trigger": "issue_hooks",
+		"request_headers": map[string]string{"Content-Type": "application/json", "X-Gitlab-Event": "Issue Hook", "Idempotency-Key": key},
+		"request_data":    string(body), "response_headers": map[string]string{}, "response_body": "", "execution_duration": 10.0,
+		"response_status": status, "created_at": time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)}}, m.events...)
+	m.bodies[id] = body
+}
+
+// A GitLab project hook event that failed while the gateway was down is
+// resent once and makes its task through the webhook path.
+func TestRecoverMissedGitLabEvent(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		gh, gl := newMissedGitHub(t), newMissedGitLab(t)
+		g := startGateway(t, newDatabaseURL(t, dialect), "--config", recoverConfig(t, gh.srv.URL, gl.srv.URL))
+		gl.mu.Lock()
+		gl.gateway = g.URL
+		gl.mu.Unlock()
+		missed := mutate(t, readFixture(t, "gitlab/issue.json"), func(m map[string]any) {
+			attrs := obj(t, m, "object_attributes")
+			attrs["id"], attrs["iid"], attrs["title"] = 8801, 88, "Missed by the gitlab hook"
+		})
+		gl.add(5, "idem-missed", "internal error", missed)
+
+		c := specClient{t: t, g: g}
+		answer := c.call(http.MethodPost, "/api/v1/connections/gitlab/recover", map[string]any{"since": "1h"}, http.StatusOK)
+		if !strings.Contains(string(answer.body), `"redelivered":1`) {
+			t.Fatalf("recover = %s, want one event resent", answer.body)
+		}
+		poll(t, "the resent issue's task", waitTimeout, func() bool {
+			for _, tk := range g.tasks(t) {
+				if tk.Title == "Missed by the gitlab hook" {
+					return true
+				}
+			}
+			return false
+		})
+		again := c.call(http.MethodPost, "/api/v1/connections/gitlab/recover", map[string]any{"since": "1h"}, http.StatusOK)
+		if !strings.Contains(string(again.body), `"missing":0`) {
+			t.Errorf("second recover = %s, want nothing missing (the inbox holds the Idempotency-Key)", again.body)
+		}
+		gl.mu.Lock()
+		defer gl.mu.Unlock()
+		if gl.resent != 1 {
+			t.Errorf("GitLab was asked to resend %d times, want once", gl.resent)
+		}
+	})
 }
