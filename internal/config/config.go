@@ -80,11 +80,8 @@ type Connection struct {
 	// APIURL is the provider's REST API base URL, used as given (GitHub
 	// Enterprise Server https://HOST/api/v3/, self-managed GitLab
 	// https://HOST/api/v4, tests); empty derives it from Host.
+	// The older name api_base_url is read into it too (UnmarshalYAML).
 	APIURL string `yaml:"api_url"`
-	// APIBaseURLAlias is the older name of api_url, still accepted:
-	// applyDefaults moves it into APIURL and clears it, so APIURL is the
-	// only one read. A file giving both with different values is refused.
-	APIBaseURLAlias string `yaml:"api_base_url"`
 	// Hooks are the provider webhooks that post to this connection, which
 	// missed-delivery recovery reads and asks to redeliver (hooks.go).
 	Hooks []Hook `yaml:"hooks"`
@@ -253,14 +250,6 @@ func (c *Config) applyDefaults() {
 		if cn.OnMerge == "" {
 			cn.OnMerge = OnCloseNone
 		}
-		// The alias stays only when it contradicts api_url, for Validate
-		// to refuse.
-		if cn.APIURL == "" {
-			cn.APIURL = cn.APIBaseURLAlias
-		}
-		if cn.APIURL == cn.APIBaseURLAlias {
-			cn.APIBaseURLAlias = ""
-		}
 		if p, ok := providers.Lookup(cn.Provider); ok && cn.Host == "" {
 			cn.Host = p.DefaultHost
 		}
@@ -397,9 +386,6 @@ func (c *Config) Validate() error {
 		}
 		if cn.OnMerge != OnCloseArchive && cn.OnMerge != OnCloseNone {
 			return at("connections", i, "on_merge", fmt.Errorf("connection %q: on_merge %q must be archive or none", cn.ID, cn.OnMerge))
-		}
-		if cn.APIBaseURLAlias != "" {
-			return at("connections", i, "api_base_url", fmt.Errorf("connection %q: api_base_url (the older name of api_url) and api_url differ; give api_url only", cn.ID))
 		}
 		if key, err := cn.validateRecovery(); err != nil {
 			return at("connections", i, key, fmt.Errorf("connection %q: %w", cn.ID, err))

@@ -381,6 +381,9 @@ connections:
 `, wantHooks: []Hook{{Project: "acme/api", ID: 1}, {Group: "acme", ID: 2}}},
 		{name: "both names differing", text: head + "    provider: github\n    api_base_url: http://a.test/\n    api_url: http://b.test/\n",
 			wantErr: []string{"line 8:", "api_base_url", "differ"}},
+		{name: "unknown key", text: head + "    provider: github\n    api_urll: http://a.test/\n", wantErr: []string{"line 8:", "api_urll"}},
+		{name: "unknown hook key", text: head + "    provider: github\n    hooks:\n      - {repository: a/b, id: 1, colour: red}\n",
+			wantErr: []string{"line 9:", "field colour not found in type config.Hook"}},
 		{name: "github project hook", text: head + "    provider: github\n    hooks: [{project: acme/api, id: 1}]\n",
 			wantErr: []string{"line 8:", "repository or organization"}},
 		{name: "two owners", text: head + "    provider: github\n    hooks: [{repository: acme/api, organization: acme, id: 1}]\n",
@@ -414,8 +417,8 @@ connections:
 				t.Fatalf("Parse: %v", err)
 			}
 			cn, _ := c.Connection("conn")
-			if cn.APIURL != tc.wantURL || cn.APIBaseURLAlias != "" {
-				t.Errorf("api_url = %q (alias %q), want %q", cn.APIURL, cn.APIBaseURLAlias, tc.wantURL)
+			if cn.APIURL != tc.wantURL {
+				t.Errorf("api_url = %q, want %q", cn.APIURL, tc.wantURL)
 			}
 			if fmt.Sprint(cn.Hooks) != fmt.Sprint(tc.wantHooks) {
 				t.Errorf("hooks = %v, want %v", cn.Hooks, tc.wantHooks)
