@@ -66,11 +66,11 @@ func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 	fs.StringVar(&f.listen, "listen", envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080"), "the gateway's listen address, the default of --url (env GATEWAY_LISTEN)")
 	fs.StringVar(&f.secret, "secret", "", "webhook secret (default: the config's first secret, else $GATEWAY_<PROVIDER>_SECRET or the one generated in the database)")
 	fs.StringVar(&f.configPath, "config", envOr(env, "GATEWAY_CONFIG", ""), "YAML config file serve runs with (env GATEWAY_CONFIG)")
-	fs.StringVar(&f.databaseURL, "database-url", envOr(env, "GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "database serve runs on, holding the generated secrets (env GATEWAY_DATABASE_URL)")
+	secretFlag(fs, &f.databaseURL, "database-url", envOr(env, "GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "the database `url` serve runs on, holding the generated secrets (env GATEWAY_DATABASE_URL)", redactURL)
 	fs.StringVar(&f.deliveryKey, "delivery", "", "delivery id header to send (default: random, like a new delivery)")
 	fs.BoolVar(&f.wait, "wait", false, "wait until the delivery is processed and print its status and task (needs the admin token)")
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 30*time.Second, "how long --wait waits")
-	fs.StringVar(&f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin token, for --wait (env GATEWAY_ADMIN_TOKEN)")
+	secretFlag(fs, &f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin `token`, for --wait (env GATEWAY_ADMIN_TOKEN)", hidden)
 	if err := parseFlags(fs, sendUsage, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -329,8 +329,11 @@ func callAPI(ctx context.Context, target, token, method, path string, body any) 
 	if token == "" {
 		return nil, errors.New("an admin token is required: --admin-token or GATEWAY_ADMIN_TOKEN")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+	if _, set := ctx.Deadline(); !set {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	var payload io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -378,7 +381,7 @@ func operatorFlags(name string, env Env) (*flag.FlagSet, *operatorCmd) {
 	var c operatorCmd
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&c.target, "url", defaultURL(env), "gateway base URL (its default follows env GATEWAY_LISTEN)")
-	fs.StringVar(&c.token, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin token (env GATEWAY_ADMIN_TOKEN)")
+	secretFlag(fs, &c.token, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin `token` (env GATEWAY_ADMIN_TOKEN)", hidden)
 	fs.StringVar(&c.output, "o", outputTable, "output: table | json (the API's answer)")
 	return fs, &c
 }

@@ -5,6 +5,8 @@ package main
 // and exit 2.
 
 import (
+	"bytes"
+	"context"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,6 +43,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"suppressions"}, nil},
 		{[]string{"suppressions", "list"}, append([]string{"cursor", "limit", "workspace"}, operator...)},
 		{[]string{"suppressions", "clear"}, append([]string{"external-id", "workspace"}, operator...)},
+		{[]string{"recover"}, append([]string{"connection", "dry-run", "since"}, operator...)},
 		{[]string{"help"}, nil},
 		{[]string{"version"}, nil},
 	}
@@ -158,6 +161,36 @@ func TestUsageErrors(t *testing.T) {
 			}
 			if !strings.Contains(errOut, tt.wantUsage) || !strings.Contains(errOut, tt.wantMsg) {
 				t.Errorf("stderr = %q, want %q and %q", errOut, tt.wantMsg, tt.wantUsage)
+			}
+		})
+	}
+}
+
+// TestHelpShowsNoSecret: the admin token and a database password taken
+// from the environment are flag defaults, and -h never prints them.
+func TestHelpShowsNoSecret(t *testing.T) {
+	t.Parallel()
+	const token, password = "admin-token-from-the-environment", "pa55word-from-the-environment"
+	env := func(k string) (string, bool) {
+		switch k {
+		case "GATEWAY_ADMIN_TOKEN":
+			return token, true
+		case "GATEWAY_DATABASE_URL":
+			return "postgres://gateway:" + password + "@db.example/gateway", true
+		}
+		return "", false
+	}
+	for _, args := range [][]string{{"serve"}, {"migrate"}, {"send"}, {"prune"}, {"deliveries", "list"}, {"suppressions", "clear"}, {"recover"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			code := Main(context.Background(), append(args, "-h"), env, &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if code != 0 || strings.Contains(out, token) || strings.Contains(out, password) {
+				t.Errorf("exit %d, -h printed a secret:\n%s", code, out)
+			}
+			if strings.Contains(out, "-database-url") && !strings.Contains(out, "postgres://gateway:xxxxx@db.example/gateway") {
+				t.Errorf("-h does not show the database URL, redacted:\n%s", out)
 			}
 		})
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/projection"
+	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/retention"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
@@ -44,7 +45,7 @@ type storeFlags struct {
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet, env Env) {
-	fs.StringVar(&s.databaseURL, "database-url", envOr(env, "GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "sqlite:PATH or postgres://… (env GATEWAY_DATABASE_URL)")
+	secretFlag(fs, &s.databaseURL, "database-url", envOr(env, "GATEWAY_DATABASE_URL", "sqlite:./data/gateway.db"), "database `url`: sqlite:PATH or postgres://… (env GATEWAY_DATABASE_URL)", redactURL)
 	fs.StringVar(&s.logLevel, "log-level", envOr(env, "GATEWAY_LOG_LEVEL", "info"), "debug | info | warn | error (env GATEWAY_LOG_LEVEL)")
 }
 
@@ -81,7 +82,7 @@ func parseServe(args []string, env Env, stdout, stderr io.Writer) (serveFlags, e
 	f.register(fs, env)
 	fs.StringVar(&f.listen, "listen", envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080"), "listen address (env GATEWAY_LISTEN)")
 	fs.StringVar(&f.configPath, "config", envOr(env, "GATEWAY_CONFIG", ""), "YAML config file (env GATEWAY_CONFIG)")
-	fs.StringVar(&f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin API token (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset")
+	secretFlag(fs, &f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin API `token` (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset", hidden)
 	fs.IntVar(&f.workers, "workers", 4, "delivery processing goroutines")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long webhooks in flight and deliveries in hand get to finish (env GATEWAY_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&f.maxInflightBodyBytes, "max-inflight-body-bytes", envOr(env, "GATEWAY_MAX_INFLIGHT_BODY_BYTES", ""), "bound on the webhook body bytes held in memory at once; over it webhooks get 503 with Retry-After e.g. 256MiB (env GATEWAY_MAX_INFLIGHT_BODY_BYTES, config max_inflight_body_bytes; default 256MiB)")
@@ -324,6 +325,8 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	}
 	pruner := retention.New(st, logger, now, retain)
 	pruner.OnDeleted = m.RetentionDeleted
+	missed := recovery.New(st, lookupConn, logger, now)
+	missed.Metrics = m
 
 	deliveries := inbox.NewOperators(st, logger, now)
 	suppressions := ingest.NewSuppressions(st, logger)
@@ -338,6 +341,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Deliveries:   deliveries,
 		Suppressions: suppressions,
 		Creations:    idempotency.NewOperators(coord, logger),
+		Recovery:     recovery.NewOperators(missed, logger),
 		Readiness:    inbox.NewReadiness(st, receiver, now),
 		Metrics:      m,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
@@ -372,6 +376,9 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	background.Go(func() { recoverer.Run(store.WithDeferredSync(backgroundCtx)) })
 	background.Go(func() { projector.Run(store.WithDeferredSync(backgroundCtx)) })
 	background.Go(func() { pruner.Run(store.WithDeferredSync(backgroundCtx)) })
+	// Missed-delivery recovery commits each redelivery record with a full
+	// sync before it asks the provider, so it never runs deferred.
+	background.Go(func() { missed.Run(backgroundCtx, cfg.Connections) })
 	waitAll := func() {
 		receiving.Wait()
 		working.Wait()

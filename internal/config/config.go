@@ -74,10 +74,20 @@ type Connection struct {
 	PullRequests string   `yaml:"pull_requests"`
 	OnClose      string   `yaml:"on_close"`
 	OnMerge      string   `yaml:"on_merge"`
-	APIToken     string   `yaml:"api_token"`
-	// APIBaseURL overrides the provider API endpoint (GitHub Enterprise,
-	// self-managed GitLab, tests).
-	APIBaseURL string `yaml:"api_base_url"`
+	// APIToken authenticates the gateway to the provider's API (PR/MR
+	// refreshes, missed-delivery recovery, hook health).
+	APIToken string `yaml:"api_token"`
+	// APIURL is the provider's REST API base URL, used as given (GitHub
+	// Enterprise Server https://HOST/api/v3/, self-managed GitLab
+	// https://HOST/api/v4, tests); empty derives it from Host.
+	// The older name api_base_url is read into it too (UnmarshalYAML).
+	APIURL string `yaml:"api_url"`
+	// Hooks are the provider webhooks that post to this connection, which
+	// missed-delivery recovery reads and asks to redeliver (hooks.go).
+	Hooks []Hook `yaml:"hooks"`
+	// RecoverEvery runs recovery in the background this often (a Go
+	// duration); empty is off.
+	RecoverEvery string `yaml:"recover_every"`
 }
 
 // SecretBytes returns the non-empty secrets.
@@ -377,6 +387,9 @@ func (c *Config) Validate() error {
 		if cn.OnMerge != OnCloseArchive && cn.OnMerge != OnCloseNone {
 			return at("connections", i, "on_merge", fmt.Errorf("connection %q: on_merge %q must be archive or none", cn.ID, cn.OnMerge))
 		}
+		if key, err := cn.validateRecovery(); err != nil {
+			return at("connections", i, key, fmt.Errorf("connection %q: %w", cn.ID, err))
+		}
 	}
 	names := map[string]bool{}
 	for i, tk := range c.Tokens {
@@ -464,13 +477,7 @@ const AdminTokenName = "admin"
 
 // providerChoices names the registered providers for an error message:
 // "github, gitlab or jira".
-func providerChoices() string {
-	names := providers.Names()
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
+func providerChoices() string { return joinOr(providers.Names()) }
 
 // DefaultSecretEnv names the environment variable of each zero-config
 // connection's webhook secret, keyed by provider (the registry's SecretEnv).

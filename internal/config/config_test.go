@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trackergateway/gateway/connectors/providers"
 )
@@ -342,5 +343,89 @@ func TestLoadEnvNamesTheFile(t *testing.T) {
 	}
 	if cn, _ := c.Connection("gh-main"); len(cn.Secrets) == 0 || cn.Secrets[0] != "s3cret" {
 		t.Fatalf("secrets = %q, want the lookup's s3cret first", cn.Secrets)
+	}
+}
+
+// TestConnectionRecoveryKeys: api_url, its older name api_base_url, hooks
+// and recover_every load as documented, and bad values are refused naming
+// their line.
+func TestConnectionRecoveryKeys(t *testing.T) {
+	t.Parallel()
+	const head = `workspaces:
+  - id: eng
+connections:
+  - id: conn
+    workspace: eng
+    secrets: ["s3cret"]
+`
+	tests := []struct {
+		name, text string
+		wantURL    string
+		wantHooks  []Hook
+		wantEvery  time.Duration
+		wantErr    []string // substrings of the error; nil when it loads
+	}{
+		{name: "api_url and hooks", text: head + `    provider: github
+    api_url: https://ghe.example.com/api/v3/
+    api_token: t
+    hooks:
+      - {repository: acme/api, id: 123456}
+      - {organization: acme, id: 789}
+    recover_every: 10m
+`, wantURL: "https://ghe.example.com/api/v3/", wantEvery: 10 * time.Minute,
+			wantHooks: []Hook{{Repository: "acme/api", ID: 123456}, {Organization: "acme", ID: 789}}},
+		{name: "api_base_url is api_url", text: head + "    provider: github\n    api_base_url: http://api.test/\n", wantURL: "http://api.test/"},
+		{name: "both names agreeing", text: head + "    provider: github\n    api_base_url: http://api.test/\n    api_url: http://api.test/\n", wantURL: "http://api.test/"},
+		{name: "gitlab project and group hooks", text: head + `    provider: gitlab
+    hooks: [{project: acme/api, id: 1}, {group: acme, id: 2}]
+`, wantHooks: []Hook{{Project: "acme/api", ID: 1}, {Group: "acme", ID: 2}}},
+		{name: "both names differing", text: head + "    provider: github\n    api_base_url: http://a.test/\n    api_url: http://b.test/\n",
+			wantErr: []string{"line 8:", "api_base_url", "differ"}},
+		{name: "unknown key", text: head + "    provider: github\n    api_urll: http://a.test/\n", wantErr: []string{"line 8:", "api_urll"}},
+		{name: "unknown hook key", text: head + "    provider: github\n    hooks:\n      - {repository: a/b, id: 1, colour: red}\n",
+			wantErr: []string{"line 9:", "field colour not found in type config.Hook"}},
+		{name: "github project hook", text: head + "    provider: github\n    hooks: [{project: acme/api, id: 1}]\n",
+			wantErr: []string{"line 8:", "repository or organization"}},
+		{name: "two owners", text: head + "    provider: github\n    hooks: [{repository: acme/api, organization: acme, id: 1}]\n",
+			wantErr: []string{"exactly one of"}},
+		{name: "repository without owner", text: head + "    provider: github\n    hooks: [{repository: api, id: 1}]\n", wantErr: []string{"owner/repo"}},
+		{name: "no id", text: head + "    provider: github\n    hooks: [{repository: acme/api}]\n", wantErr: []string{"positive hook ID"}},
+		{name: "twice", text: head + "    provider: github\n    hooks: [{repository: acme/api, id: 1}, {repository: acme/api, id: 1}]\n",
+			wantErr: []string{"listed twice"}},
+		{name: "jira hooks", text: head + "    provider: jira\n    host: acme.atlassian.net\n    hooks: [{project: PROJ, id: 1}]\n", wantErr: []string{"retries by itself"}},
+		{name: "bad recover_every", text: head + "    provider: github\n    api_token: t\n    hooks: [{repository: a/b, id: 1}]\n    recover_every: often\n",
+			wantErr: []string{"line 10:", "not a Go duration"}},
+		{name: "recover_every without hooks", text: head + "    provider: github\n    api_token: t\n    recover_every: 10m\n",
+			wantErr: []string{"needs api_token and hooks"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Parse([]byte(tc.text), env(nil))
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("Parse succeeded, want an error containing %q", tc.wantErr)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not contain %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			cn, _ := c.Connection("conn")
+			if cn.APIURL != tc.wantURL {
+				t.Errorf("api_url = %q, want %q", cn.APIURL, tc.wantURL)
+			}
+			if fmt.Sprint(cn.Hooks) != fmt.Sprint(tc.wantHooks) {
+				t.Errorf("hooks = %v, want %v", cn.Hooks, tc.wantHooks)
+			}
+			if got := cn.RecoveryInterval(); got != tc.wantEvery {
+				t.Errorf("recovery interval = %v, want %v", got, tc.wantEvery)
+			}
+		})
 	}
 }

@@ -42,6 +42,7 @@ type Metrics struct {
 	recoveryActions    *prometheus.CounterVec
 	providerAPI        *prometheus.CounterVec
 	retentionDeleted   *prometheus.CounterVec
+	redelivered        *prometheus.CounterVec
 	deliveries         *prometheus.GaugeVec
 	oldestQueuedSecond prometheus.Gauge
 	inbox              *inboxGauges
@@ -77,12 +78,16 @@ func New(reg *prometheus.Registry) *Metrics {
 		}, []string{"action"}),
 		providerAPI: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_provider_api_requests_total",
-			Help: "Requests to provider APIs (projection refreshes), by provider and HTTP status code (\"error\" when no answer came).",
+			Help: "Requests to provider APIs (projection refreshes, missed-delivery recovery, hook health), by provider and HTTP status code (\"error\" when no answer came).",
 		}, []string{"provider", "code"}),
 		retentionDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_retention_deleted_total",
 			Help: "Rows deleted by retention, by kind.",
 		}, []string{"kind"}),
+		redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_missed_deliveries_redelivered_total",
+			Help: "Missed webhook deliveries a provider accepted to redeliver, by connection.",
+		}, []string{"connection"}),
 		deliveries: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gateway_deliveries",
 			Help: "Deliveries in the inbox, by status (read at most once per refresh interval).",
@@ -95,7 +100,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.inbox = &inboxGauges{m: m}
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	reg.MustRegister(m.webhookRequests, m.webhookAck, m.processing, m.taskActions, m.recoveryActions,
-		m.providerAPI, m.retentionDeleted, m.inbox,
+		m.providerAPI, m.retentionDeleted, m.redelivered, m.inbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range store.DeliveryStatuses {
 		m.deliveries.WithLabelValues(s)
@@ -193,6 +198,15 @@ func (m *Metrics) RecoveryAction(action string) {
 		return
 	}
 	m.recoveryActions.WithLabelValues(action).Inc()
+}
+
+// MissedDeliveryRedelivered counts one missed delivery a provider
+// accepted to redeliver.
+func (m *Metrics) MissedDeliveryRedelivered(connection string) {
+	if m == nil {
+		return
+	}
+	m.redelivered.WithLabelValues(connection).Inc()
 }
 
 // ProviderAPIRequest counts one request to a provider's API; code 0 means

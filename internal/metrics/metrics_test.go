@@ -137,6 +137,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.RecoveryAction("resume")
 	m.ProviderAPIRequest("github", 200)
 	m.RetentionDeleted("deliveries", 3)
+	m.MissedDeliveryRedelivered("gh")
 	m.WatchInbox(nil, nil, 0)
 	if got := m.ProviderTransport("github", http.DefaultTransport); got != http.DefaultTransport {
 		t.Errorf("nil metrics wrapped the transport")
@@ -156,6 +157,8 @@ func TestCounters(t *testing.T) {
 	m.RetentionDeleted("deliveries", 3)
 	m.RetentionDeleted("deliveries", 0)
 	m.ProviderAPIRequest("github", 0)
+	m.MissedDeliveryRedelivered("gh")
+	m.MissedDeliveryRedelivered("gh")
 	for _, tc := range []struct {
 		family string
 		labels []string
@@ -165,6 +168,7 @@ func TestCounters(t *testing.T) {
 		{"gateway_webhook_requests_total", []string{"connection", "unknown", "code", "404"}, 1},
 		{"gateway_retention_deleted_total", []string{"kind", "deliveries"}, 3},
 		{"gateway_provider_api_requests_total", []string{"provider", "github", "code", "error"}, 1},
+		{"gateway_missed_deliveries_redelivered_total", []string{"connection", "gh"}, 2},
 	} {
 		if got := value(t, m, tc.family, tc.labels...); got != tc.want {
 			t.Errorf("%s%v = %v, want %v", tc.family, tc.labels, got, tc.want)

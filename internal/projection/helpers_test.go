@@ -173,13 +173,13 @@ func newEnv(t *testing.T, st *sqlstore.Store) *env {
 	e := &env{t: t, st: st, clock: storetest.NewClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC), 0), api: newFakeAPI(t)}
 	e.conns = map[string]config.Connection{
 		"gh-main": {ID: "gh-main", Provider: "github", Host: "github.com", Workspace: testWorkspace, Step: "backlog",
-			APIToken: githubToken, APIBaseURL: e.api.srv.URL + "/"},
+			APIToken: githubToken, APIURL: e.api.srv.URL + "/"},
 		"gl-main": {ID: "gl-main", Provider: "gitlab", Host: "gitlab.example.com", Workspace: testWorkspace, Step: "backlog",
-			APIToken: gitlabToken, APIBaseURL: e.api.srv.URL + "/api/v4"},
+			APIToken: gitlabToken, APIURL: e.api.srv.URL + "/api/v4"},
 		"gh-payload-only": {ID: "gh-payload-only", Provider: "github", Host: "github.com", Workspace: testWorkspace, Step: "backlog",
-			APIBaseURL: e.api.srv.URL + "/"},
+			APIURL: e.api.srv.URL + "/"},
 		"gl-payload-only": {ID: "gl-payload-only", Provider: "gitlab", Host: "gitlab.example.com", Workspace: testWorkspace, Step: "backlog",
-			APIBaseURL: e.api.srv.URL + "/api/v4"},
+			APIURL: e.api.srv.URL + "/api/v4"},
 	}
 	logger := slog.New(slog.DiscardHandler)
 	e.coord = idempotency.New(st, logger, e.clock.Now)

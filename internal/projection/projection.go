@@ -12,19 +12,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
-	gh "github.com/google/go-github/v62/github"
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/providerapi"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
@@ -207,9 +206,8 @@ func syncError(err error, token string) string {
 	return msg
 }
 
-// maxProviderWait bounds a provider-imposed wait (a garbled Retry-After
-// must not park a row for years).
-const maxProviderWait = 24 * time.Hour
+// maxProviderWait bounds a provider-imposed wait.
+const maxProviderWait = providerapi.MaxWait
 
 // delay is exponential backoff (cenkalti/backoff: 2s, ×1.5, at most 10
 // minutes, no jitter) for the n-th consecutive failure, raised to what the
@@ -251,33 +249,8 @@ func (p *Projector) fetch(ctx context.Context, conn config.Connection, row store
 	return row, fmt.Errorf("no projection API for %s", conn.Provider)
 }
 
-// githubClient is go-github's client for conn: api_base_url when set, else
-// GitHub Enterprise Server's https://<host>/api/v3/ for a host other than
-// github.com, else https://api.github.com/.
-func githubClient(hc *http.Client, conn config.Connection) (*gh.Client, error) {
-	client := gh.NewClient(hc).WithAuthToken(conn.APIToken)
-	switch {
-	case conn.APIBaseURL != "":
-		var err error
-		if client, err = client.WithEnterpriseURLs(conn.APIBaseURL, conn.APIBaseURL); err != nil {
-			return nil, err
-		}
-		base := strings.TrimSuffix(conn.APIBaseURL, "/") + "/"
-		if client.BaseURL, err = client.BaseURL.Parse(base); err != nil {
-			return nil, err
-		}
-	case conn.Host != "" && !strings.EqualFold(conn.Host, "github.com"):
-		// GitHub Enterprise Server: https://<host>/api/v3/.
-		var err error
-		if client, err = client.WithEnterpriseURLs("https://"+conn.Host+"/", "https://"+conn.Host+"/"); err != nil {
-			return nil, err
-		}
-	}
-	return client, nil
-}
-
 func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	client, err := githubClient(p.client(conn.Provider), conn)
+	client, err := providerapi.GitHubClient(p.client(conn.Provider), conn)
 	if err != nil {
 		return row, err
 	}
@@ -287,7 +260,10 @@ func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row
 	}
 	pr, resp, err := client.PullRequests.Get(ctx, owner, repo, int(row.Number))
 	if err != nil {
-		return row, p.githubRetry(err, resp)
+		if d := providerapi.GitHubWait(err, resp, p.now()); d > 0 {
+			return row, &retryAfter{wait: d, err: err}
+		}
+		return row, err
 	}
 	if pr.GetID() != row.ProviderID {
 		// The row's key is the payload's pull_request.id; never write the
@@ -317,72 +293,15 @@ func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row
 	return out, nil
 }
 
-// githubRetry turns a failed call into an error carrying the provider's
-// wait, computed from the response headers against the projector's clock.
-func (p *Projector) githubRetry(err error, resp *gh.Response) error {
-	if resp != nil && resp.Response != nil {
-		if d := retryAfterHeader(resp.Header, resp.StatusCode, p.now()); d > 0 {
-			return &retryAfter{wait: d, err: err}
-		}
-	}
-	var rl *gh.RateLimitError
-	var abuse *gh.AbuseRateLimitError
-	switch {
-	case errors.As(err, &rl) && !rl.Rate.Reset.IsZero():
-		if d := rl.Rate.Reset.Sub(p.now()); d > 0 {
-			return &retryAfter{wait: d, err: err}
-		}
-	case errors.As(err, &abuse) && abuse.RetryAfter != nil && *abuse.RetryAfter > 0:
-		return &retryAfter{wait: *abuse.RetryAfter, err: err}
-	}
-	return err
-}
-
-// retryAfterHeader is the wait a provider asked for: Retry-After (seconds
-// or an HTTP date), else, on a refusal with no requests remaining, the
-// rate-limit reset (GitHub X-RateLimit-Reset, GitLab RateLimit-Reset: Unix
-// seconds). now is the projector's clock.
-func retryAfterHeader(h http.Header, status int, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
-			if sec <= 0 {
-				return 0
-			}
-			return time.Duration(min(sec, int64(maxProviderWait/time.Second))) * time.Second
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return t.Sub(now)
-		}
-	}
-	if status != http.StatusForbidden && status != http.StatusTooManyRequests {
-		return 0
-	}
-	for _, prefix := range []string{"X-RateLimit-", "RateLimit-"} {
-		if h.Get(prefix+"Remaining") != "0" {
-			continue
-		}
-		if sec, err := strconv.ParseInt(strings.TrimSpace(h.Get(prefix+"Reset")), 10, 64); err == nil && sec > 0 {
-			return time.Unix(sec, 0).Sub(now)
-		}
-	}
-	return 0
-}
-
 func (p *Projector) fetchGitLab(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	opts := []gitlab.ClientOptionFunc{gitlab.WithHTTPClient(p.client(conn.Provider)), gitlab.WithoutRetries()}
-	if conn.APIBaseURL != "" {
-		opts = append(opts, gitlab.WithBaseURL(conn.APIBaseURL))
-	} else {
-		opts = append(opts, gitlab.WithBaseURL("https://"+conn.Host+"/api/v4"))
-	}
-	client, err := gitlab.NewClient(conn.APIToken, opts...)
+	client, err := providerapi.GitLabClient(p.client(conn.Provider), conn)
 	if err != nil {
 		return row, err
 	}
 	mr, resp, err := client.MergeRequests.GetMergeRequest(row.Repository, row.Number, nil, gitlab.WithContext(ctx))
 	if err != nil {
 		if resp != nil && resp.Response != nil {
-			if d := retryAfterHeader(resp.Header, resp.StatusCode, p.now()); d > 0 {
+			if d := providerapi.WaitHeader(resp.Header, resp.StatusCode, p.now()); d > 0 {
 				return row, &retryAfter{wait: d, err: err}
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
@@ -28,6 +29,7 @@ type Deps struct {
 	Deliveries   *inbox.Operators
 	Suppressions *ingest.Suppressions
 	Creations    *idempotency.Operators
+	Recovery     *recovery.Operators
 	Readiness    *inbox.Readiness
 	Metrics      *metrics.Metrics
 	Console      *console.Console
@@ -98,6 +100,8 @@ func table(d Deps) []route {
 		{DELETE, "/api/v1/suppressions", admin, d.Suppressions.ClearSuppression},
 		{GET, "/api/v1/creations/{operation_id}", admin, d.Creations.InspectCreation},
 		{POST, "/api/v1/creations/{operation_id}/steps/resolve", admin, d.Creations.ResolveStep},
+		{POST, "/api/v1/connections/{id}/recover", admin, d.Recovery.Recover},
+		{GET, "/api/v1/connections/{id}/hooks", admin, d.Recovery.ListHooks},
 
 		// The API's own description (docs/openapi.yaml).
 		{GET, "/api/v1/openapi.yaml", public, docs.Handler().ServeHTTP},

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
@@ -69,6 +71,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI}, logger, now),
 		Creations:     idempotency.NewOperators(coord, logger),
+		Recovery:      recovery.NewOperators(recovery.New(st, noConnections, logger, now), logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       metrics.New(prometheus.NewRegistry()),
 		Authenticator: authenticator,
@@ -127,6 +130,8 @@ func TestEveryRouteAnswers(t *testing.T) {
 		"DELETE /api/v1/suppressions":                         true,
 		"GET /api/v1/creations/{operation_id}":                true,
 		"POST /api/v1/creations/{operation_id}/steps/resolve": true,
+		"POST /api/v1/connections/{id}/recover":               true,
+		"GET /api/v1/connections/{id}/hooks":                  true,
 	}
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		r := newRouter(t, st)
@@ -142,7 +147,7 @@ func TestEveryRouteAnswers(t *testing.T) {
 		if routes := server.Routes(); !slices.Equal(walked, routes) {
 			t.Errorf("router serves %q, want the table %q", walked, routes)
 		}
-		for _, rt := range server.Routes() {
+		for i, rt := range server.Routes() {
 			_, path, _ := strings.Cut(rt, " ")
 			var match mux.RouteMatch
 			if !r.Match(request(rt, adminToken), &match) || match.MatchErr != nil {
@@ -162,8 +167,12 @@ func TestEveryRouteAnswers(t *testing.T) {
 			// The API's own description is the one public /api/ route; the
 			// console's sign-in answers a missing token with its form and a 401.
 			public := (!strings.HasPrefix(path, "/api/") || path == "/api/v1/openapi.yaml") && rt != "POST /ui/login"
+			// Each route's unauthenticated request from an address of its
+			// own: the failure throttle's burst is smaller than the table.
+			anonymous := request(rt, "")
+			anonymous.RemoteAddr = fmt.Sprintf("192.0.2.%d:1234", i+1)
 			rec = httptest.NewRecorder()
-			r.ServeHTTP(rec, request(rt, ""))
+			r.ServeHTTP(rec, anonymous)
 			if got := rec.Code == http.StatusUnauthorized; got == public {
 				t.Errorf("%s without a token = %d, want a 401 only for /api/ routes but the OpenAPI document", rt, rec.Code)
 			}

@@ -86,6 +86,7 @@ type Queries interface {
 	ProjectionQueries
 	RetentionQueries
 	ConsoleQueries
+	RedeliveryQueries
 }
 
 // Workspace is a tenant: tasks, steps and tokens belong to one.

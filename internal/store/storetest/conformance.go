@@ -39,6 +39,7 @@ var areas = []struct {
 	{"probe", probeTests},
 	{"retention", retentionTests},
 	{"console sessions and inbox activity", consoleTests},
+	{"redelivery requests", redeliveryTests},
 }
 
 // Conformance runs the driver conformance suite on every dialect, each test

@@ -1,0 +1,361 @@
+// Package recovery finds webhook deliveries a provider failed to make to
+// the gateway and asks the provider to send them again, exactly once
+// (docs/design.md, "Missed deliveries"). GitHub does not retry a failed
+// delivery; it keeps three days of them and redelivers one on request.
+// GitLab keeps recent hook events and resends one on request.
+//
+// A delivery is missing when every attempt the provider made failed and
+// the inbox does not hold it. Each redelivery request is recorded durably
+// (store.ClaimRedelivery) in its own commit before the provider is asked,
+// unique per connection, hook and GUID: repeated runs, the background job
+// and several replicas never ask twice, and a crash after asking cannot
+// lead to a second ask. A request the provider then fails to accept is
+// reported and kept, never retried automatically.
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/failure"
+	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// Windows of a run.
+const (
+	// MaxWindow is how far back a run may look: GitHub keeps three days
+	// of hook deliveries.
+	MaxWindow = 72 * time.Hour
+	// DefaultWindow is a run's window when none is given.
+	DefaultWindow = 24 * time.Hour
+)
+
+// Store is what recovery needs of the store.
+type Store interface {
+	HeldDeliveryKeys(ctx context.Context, connectionID string, keys []string) (map[string]bool, error)
+	ClaimRedelivery(ctx context.Context, r store.Redelivery) (bool, error)
+	AnswerRedelivery(ctx context.Context, r store.Redelivery) error
+	ReleaseRedelivery(ctx context.Context, connectionID string, hookID int64, guid string) error
+	ListRedeliveries(ctx context.Context, connectionID string, hookID int64, guids []string) (map[string]store.Redelivery, error)
+	AcquireJobLease(ctx context.Context, name, owner string, now, expires time.Time) (bool, error)
+	ReleaseJobLease(ctx context.Context, name, owner string) error
+}
+
+// attempt is one delivery attempt as the provider lists it.
+type attempt struct {
+	id          int64
+	guid        string
+	deliveredAt time.Time
+	statusCode  int // 0 when no response came
+	event       string
+	action      string
+}
+
+func (a attempt) succeeded() bool { return a.statusCode >= 200 && a.statusCode < 300 }
+
+// hookAPI is a provider's API for the hooks of one connection.
+type hookAPI interface {
+	// attempts lists the hook's delivery attempts made at or after since,
+	// newest first, paging as needed.
+	attempts(ctx context.Context, hook config.Hook, since time.Time) ([]attempt, error)
+	// redeliver asks the provider to deliver a again.
+	redeliver(ctx context.Context, hook config.Hook, a attempt) error
+	// inboxKeys are the delivery keys under which the inbox holds a
+	// delivery of the hook with this GUID.
+	inboxKeys(hook config.Hook, guid string) []string
+	// state reads the hook's provider-side state.
+	state(ctx context.Context, hook config.Hook) (HookState, error)
+}
+
+// Options of a run.
+type Options struct {
+	// Since is how far back the run looks (at most MaxWindow).
+	Since  time.Duration
+	DryRun bool
+}
+
+// Result is a run's answer (docs/design.md, "Missed deliveries").
+type Result struct {
+	// Checked counts the deliveries (GUIDs) the providers listed in the
+	// window.
+	Checked int `json:"checked"`
+	// Missing counts those whose every attempt failed and that the inbox
+	// does not hold.
+	Missing int `json:"missing"`
+	// Redelivered counts the redeliveries this run asked for (in a dry
+	// run: would ask for).
+	Redelivered int `json:"redelivered"`
+	// Deliveries are the missing deliveries, newest first.
+	Deliveries []Delivery `json:"deliveries"`
+	// Unfinished says what the run could not do (a hook it could not
+	// read, a rate limit that outlasted its patience); empty when it
+	// finished.
+	Unfinished []string `json:"unfinished,omitempty"`
+}
+
+// Delivery is one missing delivery.
+type Delivery struct {
+	GUID        string    `json:"guid"`
+	HookID      int64     `json:"hook_id"`
+	DeliveryID  int64     `json:"delivery_id"`
+	Event       string    `json:"event"`
+	Action      string    `json:"action"`
+	DeliveredAt time.Time `json:"delivered_at"`
+	StatusCode  int       `json:"status_code"`
+	// Redelivered: this run asked for it (a dry run: would ask).
+	Redelivered bool `json:"redelivered"`
+	// Request is the recorded redelivery request's status (requested,
+	// accepted, failed) when one exists, from this run or an earlier one.
+	Request string `json:"request,omitempty"`
+	// Error is why the provider did not accept the request.
+	Error string `json:"error,omitempty"`
+}
+
+// ErrRateLimited: a provider asked the run to wait longer than it will.
+var ErrRateLimited = errors.New("rate limited")
+
+// Recoverer runs recovery for the configured connections.
+type Recoverer struct {
+	st     Store
+	conns  func(id string) (config.Connection, bool)
+	logger *slog.Logger
+	now    func() time.Time
+
+	// HTTPClient calls the provider APIs (its Transport is wrapped to
+	// count requests in Metrics).
+	HTTPClient *http.Client
+	Metrics    *metrics.Metrics
+	// MaxWait is the longest a provider may make a request wait (a
+	// Retry-After, a rate-limit reset); beyond it the run stops and
+	// reports what it did not finish. The API answers within its write
+	// timeout, so it is short.
+	MaxWait time.Duration
+	// MaxElapsed bounds the retries of one provider request.
+	MaxElapsed time.Duration
+
+	// timer waits between retries (backoff's; tests record the waits).
+	timer backoff.Timer
+	// apis builds a connection's hook API (tests may replace it).
+	apis map[string]func(r *Recoverer, conn config.Connection) (hookAPI, error)
+}
+
+// New returns a Recoverer over the connections conns finds.
+func New(st Store, conns func(id string) (config.Connection, bool), logger *slog.Logger, now func() time.Time) *Recoverer {
+	return &Recoverer{st: st, conns: conns, logger: logger, now: func() time.Time { return now().UTC() },
+		HTTPClient: &http.Client{Timeout: 30 * time.Second}, MaxWait: 20 * time.Second, MaxElapsed: 30 * time.Second,
+		apis: map[string]func(r *Recoverer, conn config.Connection) (hookAPI, error){
+			connectors.ProviderGitHub: newGitHubAPI,
+			connectors.ProviderGitLab: newGitLabAPI,
+		}}
+}
+
+// client is the HTTP client for provider's API, counting each request in
+// gateway_provider_api_requests_total.
+func (r *Recoverer) client(provider string) *http.Client {
+	c := *r.HTTPClient
+	c.Transport = r.Metrics.ProviderTransport(provider, c.Transport)
+	return &c
+}
+
+// hookAPIFor checks the connection can be recovered and builds its API.
+func (r *Recoverer) hookAPIFor(connectionID string) (config.Connection, hookAPI, error) {
+	conn, ok := r.conns(connectionID)
+	if !ok {
+		return conn, nil, failure.New(failure.NotFound, "connection not found")
+	}
+	build, ok := r.apis[conn.Provider]
+	switch {
+	case !ok:
+		return conn, nil, failure.New(failure.Invalid, "connection %q: %s retries deliveries by itself; there is nothing to recover", conn.ID, conn.Provider)
+	case conn.APIToken == "" || len(conn.Hooks) == 0:
+		return conn, nil, failure.New(failure.Invalid, "connection %q: recovery needs api_token and hooks in its configuration", conn.ID)
+	}
+	api, err := build(r, conn)
+	if err != nil {
+		return conn, nil, fmt.Errorf("connection %s api: %w", conn.ID, err)
+	}
+	return conn, api, nil
+}
+
+// Recover runs recovery once for a connection.
+func (r *Recoverer) Recover(ctx context.Context, connectionID string, opts Options) (Result, error) {
+	if opts.Since == 0 {
+		opts.Since = DefaultWindow
+	}
+	if opts.Since < 0 || opts.Since > MaxWindow {
+		return Result{}, failure.New(failure.Invalid, "since must be positive and at most 72h (GitHub keeps three days of deliveries)")
+	}
+	conn, api, err := r.hookAPIFor(connectionID)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Deliveries: []Delivery{}}
+	since := r.now().Add(-opts.Since)
+	for _, hook := range conn.Hooks {
+		err := r.recoverHook(ctx, conn, api, hook, since, opts.DryRun, &res)
+		var pe *providerError
+		switch {
+		case err == nil:
+			continue
+		case ctx.Err() != nil:
+			return res, ctx.Err()
+		case !errors.As(err, &pe):
+			return res, err
+		}
+		res.Unfinished = append(res.Unfinished, hook.String()+": "+redact(err.Error(), conn.APIToken))
+		if errors.Is(err, ErrRateLimited) {
+			// The other hooks share the token and its limit.
+			break
+		}
+	}
+	return res, nil
+}
+
+// providerError is a failure of the provider's API: the run reports it
+// and goes on with the next hook, where a store failure ends the run.
+type providerError struct{ err error }
+
+func (e *providerError) Error() string { return e.err.Error() }
+func (e *providerError) Unwrap() error { return e.err }
+
+// recoverHook checks one hook's deliveries since and redelivers the
+// missing ones, adding to res.
+func (r *Recoverer) recoverHook(ctx context.Context, conn config.Connection, api hookAPI, hook config.Hook, since time.Time, dryRun bool, res *Result) error {
+	attempts, err := api.attempts(ctx, hook, since)
+	if err != nil {
+		return &providerError{fmt.Errorf("list deliveries: %w", err)}
+	}
+	// The attempts are newest first, so each GUID's first attempt seen is
+	// its latest, the one to redeliver.
+	latest := map[string]attempt{}
+	var order []string
+	delivered := map[string]bool{}
+	for _, a := range attempts {
+		if _, seen := latest[a.guid]; !seen {
+			latest[a.guid] = a
+			order = append(order, a.guid)
+		}
+		delivered[a.guid] = delivered[a.guid] || a.succeeded()
+	}
+	res.Checked += len(order)
+	var failed, keys []string
+	for _, g := range order {
+		if !delivered[g] {
+			failed = append(failed, g)
+			keys = append(keys, api.inboxKeys(hook, g)...)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	held, err := r.st.HeldDeliveryKeys(ctx, conn.ID, keys)
+	if err != nil {
+		return fmt.Errorf("held delivery keys: %w", err)
+	}
+	var missing []string
+	for _, g := range failed {
+		inInbox := false
+		for _, k := range api.inboxKeys(hook, g) {
+			inInbox = inInbox || held[k]
+		}
+		if !inInbox {
+			missing = append(missing, g)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	requested, err := r.st.ListRedeliveries(ctx, conn.ID, hook.ID, missing)
+	if err != nil {
+		return fmt.Errorf("list redeliveries: %w", err)
+	}
+	res.Missing += len(missing)
+	// stopped is why the run asks nothing more (a rate limit); the rest
+	// are still listed.
+	var stopped error
+	for _, g := range missing {
+		a := latest[g]
+		d := Delivery{GUID: g, HookID: hook.ID, DeliveryID: a.id, Event: a.event, Action: a.action,
+			DeliveredAt: a.deliveredAt, StatusCode: a.statusCode}
+		if before, ok := requested[g]; ok {
+			d.Request, d.Error = before.Status, before.Error
+		} else if dryRun {
+			d.Redelivered = true
+		} else if stopped == nil {
+			stopped = r.ask(ctx, conn, api, hook, a, &d)
+			var pe *providerError
+			if stopped != nil && !errors.As(stopped, &pe) {
+				return stopped
+			}
+		}
+		if d.Redelivered {
+			res.Redelivered++
+		}
+		res.Deliveries = append(res.Deliveries, d)
+	}
+	return stopped
+}
+
+// ask claims the redelivery of a and, when this run won the claim, asks
+// the provider and records its answer in d and in the store. It returns an
+// error only when the run must stop (the store failed, or a rate limit
+// outlasted MaxWait, in which case the claim is released: nothing was
+// asked).
+func (r *Recoverer) ask(ctx context.Context, conn config.Connection, api hookAPI, hook config.Hook, a attempt, d *Delivery) error {
+	rec := store.Redelivery{ConnectionID: conn.ID, HookID: hook.ID, GUID: a.guid, ProviderDeliveryID: a.id,
+		Event: a.event, RequestedAt: r.now()}
+	claimed, err := r.st.ClaimRedelivery(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("claim redelivery: %w", err)
+	}
+	if !claimed {
+		// Another run or replica got there first.
+		d.Request = store.RedeliveryRequested
+		return nil
+	}
+	askErr := api.redeliver(ctx, hook, a)
+	if errors.Is(askErr, ErrRateLimited) {
+		// Every answer was a rate-limit refusal: the provider did nothing,
+		// so a later run may ask. Anything else (an error, a lost
+		// connection, a cancelled run) may have reached the provider and
+		// stays recorded.
+		if err := r.st.ReleaseRedelivery(context.WithoutCancel(ctx), conn.ID, hook.ID, a.guid); err != nil {
+			return fmt.Errorf("release redelivery: %w", err)
+		}
+		return &providerError{fmt.Errorf("redeliver %s: %w", a.guid, askErr)}
+	}
+	at := r.now()
+	rec.AnsweredAt, rec.Status = &at, store.RedeliveryAccepted
+	if askErr != nil {
+		rec.Status, rec.Error = store.RedeliveryFailed, redact(askErr.Error(), conn.APIToken)
+		r.logger.Warn("redelivery request failed", "connection", conn.ID, "hook_id", hook.ID, "guid", a.guid, "error", rec.Error)
+	} else {
+		d.Redelivered = true
+		r.Metrics.MissedDeliveryRedelivered(conn.ID)
+		r.logger.Info("missed delivery redelivered", "connection", conn.ID, "hook_id", hook.ID, "guid", a.guid, "event", a.event)
+	}
+	d.Request, d.Error = rec.Status, rec.Error
+	// The answer is recorded even when the run was cancelled meanwhile.
+	if err := r.st.AnswerRedelivery(context.WithoutCancel(ctx), rec); err != nil {
+		return fmt.Errorf("answer redelivery: %w", err)
+	}
+	return nil
+}
+
+// redact removes the API token from a provider error.
+func redact(msg, token string) string {
+	if token == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, token, "[redacted]")
+}
