@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -87,23 +88,32 @@ func storeError(err error) (storeErrorRow, bool) {
 // WriteError answers with {"error": message} and the mapped status. Only 500s
 // are logged as errors; their body is generic and the cause stays in the log.
 func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	status, message := Describe(r.Context(), logger, err, "method", r.Method, "path", r.URL.Path)
+	if d := failure.RetryAfterOf(err); d > 0 {
+		// Whole seconds, rounded up: "Retry-After: 0" would invite a hot loop.
+		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
+	}
+	WriteJSON(w, status, map[string]string{"error": message})
+}
+
+// Describe returns what the error table makes of err: its HTTP status and
+// the message a caller is shown (the body's "error"; for other surfaces,
+// such as agent tools, the same text). It logs a 5xx as WriteError does,
+// with attrs saying where it happened.
+func Describe(ctx context.Context, logger *slog.Logger, err error, attrs ...any) (status int, message string) {
 	err = Classify(err)
 	code := failure.CodeOf(err)
-	status := statusOf[code]
+	status = statusOf[code]
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
 	switch {
 	case status >= 500 && code == failure.Internal:
-		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		logger.ErrorContext(ctx, "request failed", append(attrs, "error", err)...)
 	case status >= 500:
-		logger.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		logger.WarnContext(ctx, "request failed", append(attrs, "error", err)...)
 	}
-	if d := failure.RetryAfterOf(err); d > 0 {
-		// Whole seconds, rounded up: "Retry-After: 0" would invite a hot loop.
-		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
-	}
-	WriteJSON(w, status, map[string]string{"error": failure.MessageOf(err)})
+	return status, failure.MessageOf(err)
 }
 
 // WriteJSON writes v as JSON with status.
@@ -157,8 +167,11 @@ const (
 )
 
 // PageLimit parses a list's ?limit=.
-func PageLimit(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
+func PageLimit(r *http.Request) (int, error) { return ParsePageLimit(r.URL.Query().Get("limit")) }
+
+// ParsePageLimit parses a list's limit as the query gives it ("" is the
+// default).
+func ParsePageLimit(v string) (int, error) {
 	if v == "" {
 		return DefaultPageSize, nil
 	}

@@ -1,10 +1,12 @@
 package inbox
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -43,14 +45,34 @@ func NewOperators(st store.Store, logger *slog.Logger, now func() time.Time) *Op
 	return &Operators{st: st, logger: logger, now: now}
 }
 
-// ListDeliveries lists deliveries, newest first (query: the filters of
-// FilterParams, limit, cursor).
-func (o *Operators) ListDeliveries(w http.ResponseWriter, r *http.Request) { o.serve(w, r, o.list) }
+// ListDeliveries lists deliveries, newest first (List; query: the filters
+// of FilterParams, limit, cursor).
+func (o *Operators) ListDeliveries(w http.ResponseWriter, r *http.Request) {
+	o.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
+		page, err := o.List(r.Context(), r.URL.Query())
+		if err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusOK, page)
+		return nil
+	})
+}
 
 // ReplayDeliveries queues again the finished deliveries a filter matches
-// (bulk replay).
+// (bulk replay: Replay, from the JSON body).
 func (o *Operators) ReplayDeliveries(w http.ResponseWriter, r *http.Request) {
-	o.serve(w, r, o.replayMatching)
+	o.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
+		var req ReplayRequest
+		if err := httpapi.DecodeJSON(w, r, &req); err != nil {
+			return err
+		}
+		res, err := o.Replay(r.Context(), req)
+		if err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusOK, res)
+		return nil
+	})
 }
 
 // GetDelivery shows one delivery with its headers (secrets removed) and body.
@@ -209,41 +231,41 @@ func parseFilter(value func(name string) string) (store.DeliveryFilter, error) {
 // so a misspelt filter never silently lists everything.
 var listParams = append(slices.Clone(FilterParams), "limit", "cursor")
 
-func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	for _, name := range slices.Sorted(maps.Keys(q)) {
+// List lists deliveries, newest first. query holds the list's parameters
+// as the REST route takes them (listParams).
+func (o *Operators) List(ctx context.Context, query url.Values) (DeliveryListJSON, error) {
+	for _, name := range slices.Sorted(maps.Keys(query)) {
 		if !slices.Contains(listParams, name) {
-			return failure.New(failure.Invalid, "unknown query parameter %q: want %s", name, strings.Join(listParams, ", "))
+			return DeliveryListJSON{}, failure.New(failure.Invalid, "unknown query parameter %q: want %s", name, strings.Join(listParams, ", "))
 		}
-		if len(q[name]) > 1 {
-			return failure.New(failure.Invalid, "query parameter %q is given more than once", name)
+		if len(query[name]) > 1 {
+			return DeliveryListJSON{}, failure.New(failure.Invalid, "query parameter %q is given more than once", name)
 		}
 	}
-	f, err := parseFilter(q.Get)
+	f, err := parseFilter(query.Get)
 	if err != nil {
-		return err
+		return DeliveryListJSON{}, err
 	}
-	limit, err := httpapi.PageLimit(r)
+	limit, err := httpapi.ParsePageLimit(query.Get("limit"))
 	if err != nil {
-		return err
+		return DeliveryListJSON{}, err
 	}
-	if c := q.Get("cursor"); c != "" {
+	if c := query.Get("cursor"); c != "" {
 		if f.BeforeReceivedAt, f.BeforeID, err = decodeCursor(c); err != nil {
-			return err
+			return DeliveryListJSON{}, err
 		}
 	}
 	f.Limit = limit + 1 // one more tells whether a next page exists
-	ds, err := o.st.ListDeliveries(r.Context(), f)
+	ds, err := o.st.ListDeliveries(ctx, f)
 	if err != nil {
-		return err
+		return DeliveryListJSON{}, err
 	}
 	ds, next := httpapi.TrimPage(ds, limit, EncodeCursor)
 	out := DeliveryListJSON{Deliveries: make([]DeliveryJSON, 0, len(ds)), NextCursor: next}
 	for _, d := range ds {
 		out.Deliveries = append(out.Deliveries, NewDeliveryJSON(d))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 var errDeliveryNotFound = failure.New(failure.NotFound, "delivery not found")
@@ -321,36 +343,31 @@ type ReplayResultJSON struct {
 	Deliveries []DeliveryJSON `json:"deliveries"`
 }
 
-// replayMatching: the newest max deliveries the filters match are replayed
-// as one replay is (store.RequeueDeliveries shares its guard); the
-// unfinished ones are skipped. A dry run changes nothing and answers what
-// a replay would do now.
-func (o *Operators) replayMatching(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	var req ReplayRequest
-	if err := httpapi.DecodeJSON(w, r, &req); err != nil {
-		return err
-	}
+// Replay is the bulk replay: the newest max deliveries the filters match
+// are replayed as one replay is (store.RequeueDeliveries shares its guard);
+// the unfinished ones are skipped. A dry run changes nothing and answers
+// what a replay would do now.
+func (o *Operators) Replay(ctx context.Context, req ReplayRequest) (ReplayResultJSON, error) {
 	fields := map[string]string{"status": req.Status, "connection": req.Connection, "event": req.Event,
 		"received_after": req.ReceivedAfter, "received_before": req.ReceivedBefore,
 		"error_contains": req.ErrorContains, "external_id": req.ExternalID}
 	f, err := parseFilter(func(name string) string { return fields[name] })
 	if err != nil {
-		return err
+		return ReplayResultJSON{}, err
 	}
 	if f == (store.DeliveryFilter{}) {
-		return failure.New(failure.Invalid, "at least one filter is required: %s", strings.Join(FilterParams, ", "))
+		return ReplayResultJSON{}, failure.New(failure.Invalid, "at least one filter is required: %s", strings.Join(FilterParams, ", "))
 	}
 	limit := DefaultReplayMax
 	if req.Max != nil {
 		limit = *req.Max
 	}
 	if limit < 1 || limit > MaxReplayMax {
-		return failure.New(failure.Invalid, "max must be an integer between 1 and %d", MaxReplayMax)
+		return ReplayResultJSON{}, failure.New(failure.Invalid, "max must be an integer between 1 and %d", MaxReplayMax)
 	}
 	res, err := o.st.RequeueDeliveries(ctx, store.BulkRequeue{Filter: f, Max: limit, Show: replayShown, DryRun: req.DryRun, Now: o.now()})
 	if err != nil {
-		return err
+		return ReplayResultJSON{}, err
 	}
 	if !req.DryRun && res.Requeued > 0 {
 		if err := o.st.Notify(ctx, Channel); err != nil {
@@ -366,6 +383,5 @@ func (o *Operators) replayMatching(w http.ResponseWriter, r *http.Request) error
 	for _, d := range res.Shown {
 		out.Deliveries = append(out.Deliveries, NewDeliveryJSON(d))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
