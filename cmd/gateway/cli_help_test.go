@@ -41,6 +41,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"suppressions"}, nil},
 		{[]string{"suppressions", "list"}, append([]string{"workspace"}, operator...)},
 		{[]string{"suppressions", "clear"}, append([]string{"external-id", "workspace"}, operator...)},
+		{[]string{"mcp"}, []string{"config", "database-url", "log-level"}},
 		{[]string{"help"}, nil},
 		{[]string{"version"}, nil},
 	}

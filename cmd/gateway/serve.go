@@ -25,6 +25,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/projection"
 	"github.com/trackergateway/gateway/internal/retention"
@@ -215,11 +216,9 @@ func loadConfig(ctx context.Context, path string, env Env, st store.Store, stdou
 	})
 }
 
-// applyConfig writes workspaces, steps and tokens idempotently, and the
-// admin token (from the flag/env, else generated and printed once).
-func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st store.Store, stdout io.Writer) error {
-	now := time.Now().UTC()
-	for _, w := range cfg.Workspaces {
+// applyWorkspaces writes workspaces and their steps idempotently.
+func applyWorkspaces(ctx context.Context, workspaces []config.Workspace, st store.Store, now time.Time) error {
+	for _, w := range workspaces {
 		ws := store.Workspace{ID: w.ID, Name: w.Name, TaskPrefix: w.TaskPrefix, CreatedAt: now}
 		for _, s := range w.Steps {
 			ws.Steps = append(ws.Steps, store.Step{ID: s.ID, Name: s.Name, WIPLimit: s.WIPLimit})
@@ -227,6 +226,16 @@ func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st s
 		if err := st.UpsertWorkspace(ctx, ws); err != nil {
 			return fmt.Errorf("apply workspace %s: %w", w.ID, err)
 		}
+	}
+	return nil
+}
+
+// applyConfig writes workspaces, steps and tokens idempotently, and the
+// admin token (from the flag/env, else generated and printed once).
+func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st store.Store, stdout io.Writer) error {
+	now := time.Now().UTC()
+	if err := applyWorkspaces(ctx, cfg.Workspaces, st, now); err != nil {
+		return err
 	}
 	for _, t := range cfg.Tokens {
 		if err := st.UpsertToken(ctx, store.Token{ID: uuid.NewString(), Name: t.Name, TokenSHA256: httpapi.HashToken(t.Token),
@@ -324,14 +333,16 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	pruner := retention.New(st, logger, now, retain)
 	pruner.OnDeleted = m.RetentionDeleted
 
+	deliveries := inbox.NewOperators(st, logger, now)
 	r := server.NewRouter(server.Deps{
 		Receiver:      receiver,
 		Tasks:         api,
-		Deliveries:    inbox.NewOperators(st, logger, now),
+		Deliveries:    deliveries,
 		Suppressions:  ingest.NewSuppressions(st, logger),
 		Creations:     idempotency.NewOperators(coord, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       m,
+		MCP:           mcpserver.New(api, deliveries, logger, moduleVersion()),
 		Authenticator: httpapi.NewAuthenticator(st, logger, nil),
 		Logger:        logger,
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
@@ -29,6 +30,8 @@ type Deps struct {
 	Creations    *idempotency.Operators
 	Readiness    *inbox.Readiness
 	Metrics      *metrics.Metrics
+	// MCP serves the agent tools over streamable HTTP.
+	MCP *mcpserver.Gateway
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
 	// Logger is where the admin requirement writes its errors.
@@ -98,7 +101,13 @@ func table(d Deps) []route {
 		// Prometheus metrics: counts and latencies, nothing secret.
 		{GET, "/metrics", public, d.Metrics.ServeHTTP},
 
-		// Metrics, the console and MCP mount here when they exist.
+		// Agent tools (Model Context Protocol, streamable HTTP): the same
+		// bearer tokens, the tools scope them as the API does. Stateless,
+		// so POST only: GET, a stream the server would send on unasked, is
+		// not offered (405), and there is no session to DELETE.
+		{POST, "/mcp", token, d.MCP.ServeHTTP},
+
+		// The console mounts here when it exists.
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
@@ -56,14 +57,17 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 	noConnections := func(string) (config.Connection, bool) { return config.Connection{}, false }
 	coord := idempotency.New(st, logger, now)
 	receiver := inbox.NewReceiver(st, map[string]connectors.Adapter{}, noConnections, logger, now)
+	api := tasks.NewAPI(tasks.NewService(st, logger, now), coord, nil, st, logger, now)
+	deliveries := inbox.NewOperators(st, logger, now)
 	return server.NewRouter(server.Deps{
 		Receiver:      receiver,
-		Tasks:         tasks.NewAPI(tasks.NewService(st, logger, now), coord, nil, st, logger, now),
-		Deliveries:    inbox.NewOperators(st, logger, now),
+		Tasks:         api,
+		Deliveries:    deliveries,
 		Suppressions:  ingest.NewSuppressions(st, logger),
 		Creations:     idempotency.NewOperators(coord, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       metrics.New(prometheus.NewRegistry()),
+		MCP:           mcpserver.New(api, deliveries, logger, "test"),
 		Authenticator: httpapi.NewAuthenticator(st, logger, now),
 		Logger:        logger,
 	})
@@ -152,12 +156,13 @@ func TestEveryRouteAnswers(t *testing.T) {
 				t.Errorf("%s as admin = %d %s, want its handler's answer", rt, rec.Code, body)
 			}
 
-			// The API's own description is the one public /api/ route.
-			public := !strings.HasPrefix(path, "/api/") || path == "/api/v1/openapi.yaml"
+			// The API's own description is the one public /api/ route; the
+			// agent tools take the API's tokens.
+			public := (!strings.HasPrefix(path, "/api/") && path != "/mcp") || path == "/api/v1/openapi.yaml"
 			rec = httptest.NewRecorder()
 			r.ServeHTTP(rec, request(rt, ""))
 			if got := rec.Code == http.StatusUnauthorized; got == public {
-				t.Errorf("%s without a token = %d, want a 401 only for /api/ routes but the OpenAPI document", rt, rec.Code)
+				t.Errorf("%s without a token = %d, want a 401 only for /api/ routes but the OpenAPI document, and for /mcp", rt, rec.Code)
 			}
 			if !admin[rt] {
 				continue
