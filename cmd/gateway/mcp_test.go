@@ -63,8 +63,7 @@ func (g *gateway) mcpHTTP(t *testing.T, token string) *mcp.ClientSession {
 }
 
 // stdioSession starts `gateway mcp` from the built binary on dbURL and
-// connects
-// to it over its stdin and stdout.
+// connects to it over its stdin and stdout.
 func stdioSession(t *testing.T, dbURL, cfg string) *mcp.ClientSession {
 	t.Helper()
 	cmd := exec.Command(gatewayBinary(t), "mcp", "--database-url", dbURL, "--config", cfg)
