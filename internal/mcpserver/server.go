@@ -82,7 +82,10 @@ again; do not release the ID to create again. Errors carry the same message as t
 // replay_deliveries, so a model is never offered a tool it may not call.
 func (g *Gateway) Server(p httpapi.Principal) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tracker-gateway", Version: g.version},
-		&mcp.ServerOptions{Instructions: instructions, SchemaCache: g.schemas})
+		&mcp.ServerOptions{Instructions: instructions, SchemaCache: g.schemas,
+			// Tools only, and a fixed list: no logging to the client, no
+			// list-changed notifications.
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	t := toolset{Gateway: g, caller: p}
 	t.addTaskTools(s)
 	if p.Admin {
