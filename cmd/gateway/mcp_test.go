@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -136,32 +135,9 @@ func invalidExternalIDs(t *testing.T, cs *mcp.ClientSession, g *gateway) {
 // requires exactly one task.
 func concurrentCreates(t *testing.T, sessions []*mcp.ClientSession, g *gateway, ext string) {
 	t.Helper()
-	results := make([]*mcp.CallToolResult, len(sessions))
-	errs := make([]error, len(sessions))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, cs := range sessions {
-		wg.Go(func() {
-			<-start
-			results[i], errs[i] = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_task",
-				Arguments: createTaskArgs(testWorkspace, "Raced", ext)})
-		})
-	}
-	close(start)
-	wg.Wait()
-	created, ids := 0, map[string]bool{}
-	for i, res := range results {
-		if errs[i] != nil {
-			t.Fatalf("session %d: %v", i, errs[i])
-		}
-		got := mcptest.Decode[tasks.CreateJSON](t, "create_task", res)
-		ids[got.ID] = true
-		if !got.Deduplicated {
-			created++
-		}
-	}
+	created, ids := mcptest.CreateAtOnce(t, sessions, createTaskArgs(testWorkspace, "Raced", ext))
 	if created != 1 || len(ids) != 1 {
-		t.Errorf("%d of %d concurrent creates made a task, answering %d task IDs; want 1 and 1", created, len(sessions), len(ids))
+		t.Errorf("%d of %d concurrent creates made a task, answering task IDs %v; want 1 and 1", created, len(sessions), ids)
 	}
 	if n := countExternalID(t, g, ext); n != 1 {
 		t.Errorf("%d tasks hold %s, want 1", n, ext)

@@ -7,7 +7,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -102,17 +101,4 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.http.Ser
 type toolset struct {
 	*Gateway
 	caller httpapi.Principal
-}
-
-// call runs fn as the caller and turns its error into the tool error the
-// REST API would have answered: the error table's message (a generic one
-// for a 500, whose cause is logged).
-func (t toolset) call(ctx context.Context, tool string, fn func(ctx context.Context) error) error {
-	ctx = httpapi.WithPrincipal(ctx, t.caller)
-	err := fn(ctx)
-	if err == nil {
-		return nil
-	}
-	_, message := httpapi.Describe(ctx, t.logger, err, "mcp_tool", tool, "principal", t.caller.Name)
-	return errors.New(message)
 }

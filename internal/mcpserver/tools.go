@@ -3,11 +3,13 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
@@ -88,9 +90,23 @@ type replayDeliveriesInput struct {
 
 func ptr[T any](v T) *T { return &v }
 
+// addTool adds a tool whose work is fn, run as the caller. fn's error
+// becomes the tool error the REST API would have answered: the error
+// table's message (a generic one for a 500, whose cause is logged).
+func addTool[In, Out any](s *mcp.Server, t toolset, tool *mcp.Tool, fn func(ctx context.Context, in In) (Out, error)) {
+	mcp.AddTool(s, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		out, err := fn(httpapi.WithPrincipal(ctx, t.caller), in)
+		if err != nil {
+			_, message := httpapi.Describe(ctx, t.logger, err, "mcp_tool", tool.Name, "principal", t.caller.Name)
+			return nil, out, errors.New(message)
+		}
+		return nil, out, nil
+	})
+}
+
 // addTaskTools adds the tools every caller has.
 func (t toolset) addTaskTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, t, &mcp.Tool{
 		Name: "create_task",
 		Description: "Create a task in a workspace, at most once per external_id. If a task already holds the " +
 			"external_id, nothing is created and that task is answered with deduplicated: true (its other " +
@@ -98,127 +114,94 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 			"still running: wait and look it up with get_task_by_external_id. Without an external_id every " +
 			"call makes a new task.",
 		Annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in createTaskInput) (*mcp.CallToolResult, tasks.CreateJSON, error) {
-		var out tasks.CreateJSON
-		err := t.call(ctx, "create_task", func(ctx context.Context) error {
-			raw, err := json.Marshal(in)
-			if err != nil {
-				return err
-			}
-			out, err = t.tasks.Create(ctx, t.caller, raw)
-			return err
-		})
-		return nil, out, err
+	}, func(ctx context.Context, in createTaskInput) (tasks.CreateJSON, error) {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return tasks.CreateJSON{}, err
+		}
+		return t.tasks.Create(ctx, t.caller, raw)
 	})
 
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, t, &mcp.Tool{
 		Name: "get_task_by_external_id",
 		Description: "Find the task holding an external ID in a workspace, archived tasks included. The safest " +
 			"way to resume after an interruption: look up first and create only when this answers that no " +
 			"task was found. creation_complete is false while the task's creation is still running.",
 		Annotations: &mcp.ToolAnnotations{Title: "Find a task by external ID", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in externalIDInput) (*mcp.CallToolResult, tasks.LookupJSON, error) {
-		var out tasks.LookupJSON
-		err := t.call(ctx, "get_task_by_external_id", func(ctx context.Context) (err error) {
-			out, err = t.tasks.Lookup(ctx, t.caller, in.WorkspaceID, in.ExternalID)
-			return err
-		})
-		return nil, out, err
+	}, func(ctx context.Context, in externalIDInput) (tasks.LookupJSON, error) {
+		return t.tasks.Lookup(ctx, t.caller, in.WorkspaceID, in.ExternalID)
 	})
 
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, t, &mcp.Tool{
 		Name: "release_external_id",
 		Description: "Free an external ID: the task keeps existing without it, and the next create_task with " +
 			"that ID makes a new task. Only for an identity that is deliberately abandoned; never as a " +
 			"reaction to creation_complete: false.",
 		Annotations: &mcp.ToolAnnotations{Title: "Release an external ID", IdempotentHint: false, DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in externalIDInput) (*mcp.CallToolResult, releaseOutput, error) {
-		err := t.call(ctx, "release_external_id", func(ctx context.Context) error {
-			return t.tasks.Release(ctx, t.caller, in.WorkspaceID, in.ExternalID)
-		})
-		return nil, releaseOutput{Released: err == nil}, err
+	}, func(ctx context.Context, in externalIDInput) (releaseOutput, error) {
+		err := t.tasks.Release(ctx, t.caller, in.WorkspaceID, in.ExternalID)
+		return releaseOutput{Released: err == nil}, err
 	})
 
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, t, &mcp.Tool{
 		Name: "list_tasks",
 		Description: "List a workspace's tasks, oldest first, a page at a time: pass next_cursor back as cursor " +
 			"for the next page (absent on the last one). Archived tasks only with include_archived.",
 		Annotations: &mcp.ToolAnnotations{Title: "List tasks", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in listTasksInput) (*mcp.CallToolResult, tasks.TaskListJSON, error) {
+	}, func(ctx context.Context, in listTasksInput) (tasks.TaskListJSON, error) {
 		query := url.Values{}
 		setNonZero(query, "limit", in.Limit)
 		setNonEmpty(query, "cursor", in.Cursor)
 		if in.IncludeArchived {
 			query.Set("include_archived", "true")
 		}
-		var out tasks.TaskListJSON
-		err := t.call(ctx, "list_tasks", func(ctx context.Context) (err error) {
-			out, err = t.tasks.List(ctx, t.caller, in.WorkspaceID, query)
-			return err
-		})
-		return nil, out, err
+		return t.tasks.List(ctx, t.caller, in.WorkspaceID, query)
 	})
 
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, t, &mcp.Tool{
 		Name: "update_task",
 		Description: "Change a task: only the fields given change. The external ID cannot be changed (release " +
 			"it instead). Moving into a workflow step at its WIP limit is refused.",
 		Annotations: &mcp.ToolAnnotations{Title: "Update a task", IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in updateTaskInput) (*mcp.CallToolResult, tasks.TaskJSON, error) {
-		var out tasks.TaskJSON
-		err := t.call(ctx, "update_task", func(ctx context.Context) (err error) {
-			body := func() ([]byte, error) {
-				return json.Marshal(patch{Title: in.Title, Description: in.Description,
-					WorkflowStepID: in.WorkflowStepID, Labels: in.Labels, Archived: in.Archived})
-			}
-			out, err = t.tasks.Update(ctx, t.caller, in.TaskID, body)
-			return err
-		})
-		return nil, out, err
+	}, func(ctx context.Context, in updateTaskInput) (tasks.TaskJSON, error) {
+		body := func() ([]byte, error) {
+			return json.Marshal(patch{Title: in.Title, Description: in.Description,
+				WorkflowStepID: in.WorkflowStepID, Labels: in.Labels, Archived: in.Archived})
+		}
+		return t.tasks.Update(ctx, t.caller, in.TaskID, body)
 	})
 }
 
 // addDeliveryTools adds the operator tools (the admin's only).
 func (t toolset) addDeliveryTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, t, &mcp.Tool{
 		Name: "list_deliveries",
 		Description: "Operators: list the webhook deliveries the gateway received, newest first, with their " +
 			"status, attempts, last error and outcome (the task and action they led to). Every filter is " +
 			"optional and they all apply together; page with next_cursor as for list_tasks.",
 		Annotations: &mcp.ToolAnnotations{Title: "List webhook deliveries", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in listDeliveriesInput) (*mcp.CallToolResult, inbox.DeliveryListJSON, error) {
+	}, func(ctx context.Context, in listDeliveriesInput) (inbox.DeliveryListJSON, error) {
 		query := url.Values{}
 		for name, value := range in.deliveryFilter.byName() {
 			setNonEmpty(query, name, value)
 		}
 		setNonZero(query, "limit", in.Limit)
 		setNonEmpty(query, "cursor", in.Cursor)
-		var out inbox.DeliveryListJSON
-		err := t.call(ctx, "list_deliveries", func(ctx context.Context) (err error) {
-			out, err = t.deliveries.List(ctx, query)
-			return err
-		})
-		return nil, out, err
+		return t.deliveries.List(ctx, query)
 	})
 
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, t, &mcp.Tool{
 		Name: "replay_deliveries",
 		Description: "Operators: process again the finished deliveries (succeeded, ignored, suppressed, failed) " +
 			"that the filters match, with today's configuration; at least one filter is required. Queued, " +
 			"processing and retrying ones are skipped. Try dry_run first: it changes nothing and answers " +
 			"how many would be replayed. The answer shows the first 20 matched deliveries.",
 		Annotations: &mcp.ToolAnnotations{Title: "Replay webhook deliveries", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in replayDeliveriesInput) (*mcp.CallToolResult, inbox.ReplayResultJSON, error) {
+	}, func(ctx context.Context, in replayDeliveriesInput) (inbox.ReplayResultJSON, error) {
 		f := in.deliveryFilter
-		req := inbox.ReplayRequest{Status: f.Status, Connection: f.Connection, Event: f.Event,
+		return t.deliveries.Replay(ctx, inbox.ReplayRequest{Status: f.Status, Connection: f.Connection, Event: f.Event,
 			ReceivedAfter: f.ReceivedAfter, ReceivedBefore: f.ReceivedBefore, ErrorContains: f.ErrorContains,
-			ExternalID: f.ExternalID, DryRun: in.DryRun, Max: in.Max}
-		var out inbox.ReplayResultJSON
-		err := t.call(ctx, "replay_deliveries", func(ctx context.Context) (err error) {
-			out, err = t.deliveries.Replay(ctx, req)
-			return err
-		})
-		return nil, out, err
+			ExternalID: f.ExternalID, DryRun: in.DryRun, Max: in.Max})
 	})
 }
 

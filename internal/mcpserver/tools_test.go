@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -191,32 +190,9 @@ func TestConcurrentCreatesOfOneExternalIDMakeOneTask(t *testing.T) {
 		for i := range clients {
 			clients[i] = e.session(t, wsBot)
 		}
-		results := make([]*mcp.CallToolResult, sessions)
-		errs := make([]error, sessions)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, cs := range clients {
-			wg.Go(func() {
-				<-start
-				results[i], errs[i] = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_task",
-					Arguments: createArgs("ws", "Raced", "ext-raced")})
-			})
-		}
-		close(start)
-		wg.Wait()
-		created, ids := 0, map[string]bool{}
-		for i, res := range results {
-			if errs[i] != nil {
-				t.Fatalf("session %d: %v", i, errs[i])
-			}
-			got := mcptest.Decode[tasks.CreateJSON](t, "create_task", res)
-			ids[got.ID] = true
-			if !got.Deduplicated {
-				created++
-			}
-		}
+		created, ids := mcptest.CreateAtOnce(t, clients, createArgs("ws", "Raced", "ext-raced"))
 		if created != 1 || len(ids) != 1 {
-			t.Errorf("%d of %d creates made a task, answering %d task IDs; want exactly 1 and 1", created, sessions, len(ids))
+			t.Errorf("%d of %d creates made a task, answering task IDs %v; want exactly 1 and 1", created, sessions, ids)
 		}
 		if ts := e.tasksOf(t, "ws"); len(ts) != 1 {
 			t.Errorf("workspace ws holds %d tasks, want 1", len(ts))

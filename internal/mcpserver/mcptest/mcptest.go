@@ -5,10 +5,14 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trackergateway/gateway/internal/tasks"
 )
 
 // Connect connects a new client over transport and closes it at cleanup.
@@ -98,4 +102,36 @@ func ToolNames(t testing.TB, cs *mcp.ClientSession) []string {
 		names = append(names, tool.Name)
 	}
 	return names
+}
+
+// CreateAtOnce calls create_task with args on every session at the same
+// moment. It returns how many of the answers made a task (were not
+// deduplicated) and the distinct task IDs they name.
+func CreateAtOnce(t testing.TB, sessions []*mcp.ClientSession, args any) (created int, taskIDs []string) {
+	t.Helper()
+	results := make([]*mcp.CallToolResult, len(sessions))
+	errs := make([]error, len(sessions))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, cs := range sessions {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_task", Arguments: args})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, res := range results {
+		if errs[i] != nil {
+			t.Fatalf("session %d: call create_task: %v", i, errs[i])
+		}
+		got := Decode[tasks.CreateJSON](t, "create_task", res)
+		if !got.Deduplicated {
+			created++
+		}
+		if !slices.Contains(taskIDs, got.ID) {
+			taskIDs = append(taskIDs, got.ID)
+		}
+	}
+	return created, taskIDs
 }
