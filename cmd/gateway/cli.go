@@ -269,12 +269,6 @@ func waitDelivery(ctx context.Context, f sendFlags, id string, stdout io.Writer)
 		case <-tick.C:
 		}
 	}
-	deref := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
 	if d.Status == "failed" {
 		fmt.Fprintf(stdout, "delivery %s (%s): failed after %d attempt(s): %s\n", id, d.Event, d.Attempts, deref(d.LastError))
 		return fmt.Errorf("delivery %s failed", id)
@@ -328,16 +322,12 @@ func getAPI(ctx context.Context, f sendFlags, path string, out any) error {
 	return json.Unmarshal(b, out)
 }
 
-// apiCall performs an operator request and prints the JSON answer.
-func apiCall(ctx context.Context, env Env, target, token, method, path string, stdout io.Writer) error {
-	return apiRequest(ctx, target, token, method, path, nil, stdout)
-}
-
-// apiRequest performs an operator request, with body as JSON unless nil,
-// and prints the answer: the one place operator output is written.
-func apiRequest(ctx context.Context, target, token, method, path string, body any, stdout io.Writer) error {
+// callAPI performs an operator request, with body as JSON unless nil, and
+// returns the answer; an answer other than 2xx is an error carrying the
+// API's message.
+func callAPI(ctx context.Context, target, token, method, path string, body any) ([]byte, error) {
 	if token == "" {
-		return errors.New("an admin token is required: --admin-token or GATEWAY_ADMIN_TOKEN")
+		return nil, errors.New("an admin token is required: --admin-token or GATEWAY_ADMIN_TOKEN")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -345,13 +335,13 @@ func apiRequest(ctx context.Context, target, token, method, path string, body an
 	if body != nil {
 		raw, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		payload = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(target, "/")+path, payload)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	if body != nil {
@@ -359,29 +349,59 @@ func apiRequest(ctx context.Context, target, token, method, path string, body an
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if len(out) > 0 {
-		var pretty bytes.Buffer
-		if json.Indent(&pretty, out, "", "  ") == nil {
-			out = append(pretty.Bytes(), '\n')
-		}
-		_, _ = stdout.Write(out)
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read the answer: %w", err)
 	}
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("gateway answered %s", resp.Status)
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(out, &e) == nil && e.Error != "" {
+			return nil, fmt.Errorf("gateway answered %s: %s", resp.Status, e.Error)
+		}
+		return nil, fmt.Errorf("gateway answered %s", resp.Status)
+	}
+	return out, nil
+}
+
+// operatorCmd holds the flags every operator command has.
+type operatorCmd struct {
+	target, token, output string
+}
+
+// operatorFlags registers the flags every operator command has.
+func operatorFlags(name string, env Env) (*flag.FlagSet, *operatorCmd) {
+	var c operatorCmd
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.StringVar(&c.target, "url", defaultURL(env), "gateway base URL (its default follows env GATEWAY_LISTEN)")
+	fs.StringVar(&c.token, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin token (env GATEWAY_ADMIN_TOKEN)")
+	fs.StringVar(&c.output, "o", outputTable, "output: table | json (the API's answer)")
+	return fs, &c
+}
+
+// parse parses an operator command's arguments and checks -o.
+func (c *operatorCmd) parse(fs *flag.FlagSet, u usageText, args []string, stdout, stderr io.Writer) error {
+	if err := parseFlags(fs, u, args, stdout, stderr); err != nil {
+		return err
+	}
+	if err := checkOutput(c.output); err != nil {
+		return usageError(stderr, fs, u, "%v", err)
 	}
 	return nil
 }
 
-// operatorFlags registers the flags every operator command has.
-func operatorFlags(name string, env Env) (*flag.FlagSet, *string, *string) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	target := fs.String("url", defaultURL(env), "gateway base URL (its default follows env GATEWAY_LISTEN)")
-	token := fs.String("admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin token (env GATEWAY_ADMIN_TOKEN)")
-	return fs, target, token
+// run performs the command's request and prints the answer through table,
+// or as JSON with -o json.
+func run[T any](ctx context.Context, c *operatorCmd, method, path string, body any, stdout io.Writer, table func(io.Writer, T)) error {
+	answer, err := callAPI(ctx, c.target, c.token, method, path, body)
+	if err != nil {
+		return err
+	}
+	return printAnswer(stdout, c.output, answer, table)
 }
 
 var (
@@ -453,11 +473,11 @@ func deliveries(ctx context.Context, args []string, env Env, stdout, stderr io.W
 	}
 	switch args[0] {
 	case "list":
-		fs, target, token := operatorFlags("deliveries list", env)
+		fs, c := operatorFlags("deliveries list", env)
 		filters := deliveryFilterFlags(fs)
 		limit := fs.String("limit", "", "page size")
 		cursor := fs.String("cursor", "", "next_cursor of the previous page")
-		if err := parseFlags(fs, deliveriesListUsage, args[1:], stdout, stderr); err != nil {
+		if err := c.parse(fs, deliveriesListUsage, args[1:], stdout, stderr); err != nil {
 			return err
 		}
 		if fs.NArg() > 0 {
@@ -476,23 +496,23 @@ func deliveries(ctx context.Context, args []string, env Env, stdout, stderr io.W
 				q.Set(k, v)
 			}
 		}
-		return apiCall(ctx, env, *target, *token, http.MethodGet, "/api/v1/deliveries?"+q.Encode(), stdout)
+		return run(ctx, c, http.MethodGet, "/api/v1/deliveries?"+q.Encode(), nil, stdout, deliveriesTable)
 	case "get":
-		fs, target, token := operatorFlags("deliveries get", env)
-		if err := parseFlags(fs, deliveriesGetUsage, idLast(args[1:]), stdout, stderr); err != nil {
+		fs, c := operatorFlags("deliveries get", env)
+		if err := c.parse(fs, deliveriesGetUsage, idLast(args[1:]), stdout, stderr); err != nil {
 			return err
 		}
 		if fs.NArg() != 1 {
 			return usageError(stderr, fs, deliveriesGetUsage, "exactly one delivery ID is required")
 		}
-		return apiCall(ctx, env, *target, *token, http.MethodGet, "/api/v1/deliveries/"+url.PathEscape(fs.Arg(0)), stdout)
+		return run(ctx, c, http.MethodGet, "/api/v1/deliveries/"+url.PathEscape(fs.Arg(0)), nil, stdout, deliveryTable)
 	case "replay":
 		u := deliveriesReplayUsage
-		fs, target, token := operatorFlags("deliveries replay", env)
+		fs, c := operatorFlags("deliveries replay", env)
 		filters := deliveryFilterFlags(fs)
 		dryRun := fs.Bool("dry-run", false, "bulk: count what would be replayed, change nothing")
 		limit := fs.Int("max", 0, "bulk: replay at most this many of the newest matches (default: the gateway's, 10000)")
-		if err := parseFlags(fs, u, idLast(args[1:]), stdout, stderr); err != nil {
+		if err := c.parse(fs, u, idLast(args[1:]), stdout, stderr); err != nil {
 			return err
 		}
 		f, err := filters()
@@ -504,7 +524,7 @@ func deliveries(ctx context.Context, args []string, env Env, stdout, stderr io.W
 		case fs.NArg() > 1 || (fs.NArg() == 1 && bulk):
 			return usageError(stderr, fs, u, "exactly one delivery ID is required to replay one delivery, or none with filters to replay many")
 		case fs.NArg() == 1:
-			return apiCall(ctx, env, *target, *token, http.MethodPost, "/api/v1/deliveries/"+url.PathEscape(fs.Arg(0))+"/replay", stdout)
+			return run(ctx, c, http.MethodPost, "/api/v1/deliveries/"+url.PathEscape(fs.Arg(0))+"/replay", nil, stdout, replayedOneTable)
 		case len(f) == 0:
 			return usageError(stderr, fs, u, "a delivery ID, or at least one filter to replay many, is required")
 		}
@@ -515,7 +535,7 @@ func deliveries(ctx context.Context, args []string, env Env, stdout, stderr io.W
 		if *limit != 0 {
 			body["max"] = *limit
 		}
-		return apiRequest(ctx, *target, *token, http.MethodPost, "/api/v1/deliveries/replay", body, stdout)
+		return run(ctx, c, http.MethodPost, "/api/v1/deliveries/replay", body, stdout, replayTable(*dryRun))
 	}
 	return usageError(stderr, flag.NewFlagSet("deliveries", flag.ContinueOnError), deliveriesUsage, "unknown subcommand %q", args[0])
 }
@@ -569,24 +589,28 @@ func suppressions(ctx context.Context, args []string, env Env, stdout, stderr io
 	}
 	switch args[0] {
 	case "list":
-		fs, target, token := operatorFlags("suppressions list", env)
+		fs, c := operatorFlags("suppressions list", env)
 		ws := fs.String("workspace", "", "workspace id (default: every workspace)")
-		if err := parseFlags(fs, suppressionsListUsage, args[1:], stdout, stderr); err != nil {
+		limit := fs.String("limit", "", "page size")
+		cursor := fs.String("cursor", "", "next_cursor of the previous page")
+		if err := c.parse(fs, suppressionsListUsage, args[1:], stdout, stderr); err != nil {
 			return err
 		}
 		if fs.NArg() > 0 {
 			return usageError(stderr, fs, suppressionsListUsage, "unexpected argument %q", fs.Arg(0))
 		}
 		q := url.Values{}
-		if *ws != "" {
-			q.Set("workspace_id", *ws)
+		for k, v := range map[string]string{"workspace_id": *ws, "limit": *limit, "cursor": *cursor} {
+			if v != "" {
+				q.Set(k, v)
+			}
 		}
-		return apiCall(ctx, env, *target, *token, http.MethodGet, "/api/v1/suppressions?"+q.Encode(), stdout)
+		return run(ctx, c, http.MethodGet, "/api/v1/suppressions?"+q.Encode(), nil, stdout, suppressionsTable)
 	case "clear":
-		fs, target, token := operatorFlags("suppressions clear", env)
+		fs, c := operatorFlags("suppressions clear", env)
 		ws := fs.String("workspace", "", "workspace id (required)")
 		ext := fs.String("external-id", "", "external id (required)")
-		if err := parseFlags(fs, suppressionsClearUsage, args[1:], stdout, stderr); err != nil {
+		if err := c.parse(fs, suppressionsClearUsage, args[1:], stdout, stderr); err != nil {
 			return err
 		}
 		switch {
@@ -596,7 +620,10 @@ func suppressions(ctx context.Context, args []string, env Env, stdout, stderr io
 			return usageError(stderr, fs, suppressionsClearUsage, "unexpected argument %q", fs.Arg(0))
 		}
 		q := url.Values{"workspace_id": {*ws}, "external_id": {*ext}}
-		return apiCall(ctx, env, *target, *token, http.MethodDelete, "/api/v1/suppressions?"+q.Encode(), stdout)
+		if _, err := callAPI(ctx, c.target, c.token, http.MethodDelete, "/api/v1/suppressions?"+q.Encode(), nil); err != nil {
+			return err
+		}
+		return printCleared(stdout, c.output, *ws, *ext)
 	}
 	return usageError(stderr, flag.NewFlagSet("suppressions", flag.ContinueOnError), suppressionsUsage, "unknown subcommand %q", args[0])
 }

@@ -26,7 +26,7 @@ func listedFlags(usage string) []string {
 
 func TestHelpEverywhere(t *testing.T) {
 	t.Parallel()
-	operator := []string{"admin-token", "url"}
+	operator := []string{"admin-token", "o", "url"}
 	commands := []struct {
 		args  []string
 		flags []string
@@ -39,7 +39,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"deliveries", "get"}, operator},
 		{[]string{"deliveries", "replay"}, append([]string{"connection", "dry-run", "error-contains", "event", "external-id", "max", "received-after", "received-before", "since", "status"}, operator...)},
 		{[]string{"suppressions"}, nil},
-		{[]string{"suppressions", "list"}, append([]string{"workspace"}, operator...)},
+		{[]string{"suppressions", "list"}, append([]string{"cursor", "limit", "workspace"}, operator...)},
 		{[]string{"suppressions", "clear"}, append([]string{"external-id", "workspace"}, operator...)},
 		{[]string{"mcp"}, []string{"config", "database-url", "log-level"}},
 		{[]string{"help"}, nil},

@@ -86,7 +86,7 @@ func TestDeliveriesCLIFilters(t *testing.T) {
 			t.Parallel()
 			srv, got := fakeOperatorAPI(t, answer)
 			args := append([]string{"deliveries"}, tt.args...)
-			args = append(args, "--url", srv.URL, "--admin-token", "tok")
+			args = append(args, "--url", srv.URL, "--admin-token", "tok", "-o", "json")
 			code, out, errOut := runCLI(t, args...)
 			if code != 0 {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -107,7 +107,7 @@ func TestDeliveriesCLIFilters(t *testing.T) {
 			if tt.wantBody != nil && r.contentType != "application/json" {
 				t.Errorf("Content-Type = %q, want application/json", r.contentType)
 			}
-			// What the API answered is printed (indented JSON).
+			// With -o json, what the API answered is printed (indented).
 			var printed map[string]any
 			if err := json.Unmarshal([]byte(out), &printed); err != nil || printed["matched"] != float64(1) || !strings.Contains(out, "\n  ") {
 				t.Errorf("stdout = %q, want the answer, indented", out)
@@ -192,7 +192,7 @@ func TestDeliveriesCLIAgainstTheGateway(t *testing.T) {
 			t.Fatalf("send printed %q", out)
 		}
 		g.waitDelivery(t, r.DeliveryID)
-		op := []string{"--url", g.URL, "--admin-token", testAdminToken}
+		op := []string{"--url", g.URL, "--admin-token", testAdminToken, "-o", "json"}
 
 		code, out, errOut = runCLI(t, append([]string{"deliveries", "list", "--connection", "github", "--status", "succeeded", "--since", "1h"}, op...)...)
 		var page struct {

@@ -556,14 +556,14 @@ func TestSendCLI(t *testing.T) {
 			code, out, errOut := runCLI(t, full...)
 			return code, out + errOut
 		}
-		code, out = op("deliveries", "list", "--connection", "jira")
+		code, out = op("deliveries", "list", "-o", "json", "--connection", "jira")
 		var list struct {
 			Deliveries []delivery `json:"deliveries"`
 		}
 		if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Deliveries) != 1 || list.Deliveries[0].ID != ids["jira"] {
 			t.Errorf("deliveries list --connection jira: exit %d output %q, want the jira delivery", code, out)
 		}
-		code, out = op("deliveries", "get", ids["gitlab"])
+		code, out = op("deliveries", "get", "-o", "json", ids["gitlab"])
 		var got delivery
 		if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.ID != ids["gitlab"] || len(got.Body) == 0 {
 			t.Errorf("deliveries get: exit %d output %.200q, want the gitlab delivery with its body", code, out)
@@ -592,8 +592,8 @@ func TestSendCLI(t *testing.T) {
 			t.Errorf("suppressions list: exit %d output %q, want %s", code, out, jiraIDT19ID)
 		}
 		code, out = op("suppressions", "clear", "--workspace", testWorkspace, "--external-id", jiraIDT19ID)
-		if code != 0 {
-			t.Errorf("suppressions clear: exit %d output %q", code, out)
+		if code != 0 || !strings.Contains(out, "cleared the suppression of "+jiraIDT19ID+" in workspace "+testWorkspace) {
+			t.Errorf("suppressions clear: exit %d output %q, want it to say what it cleared", code, out)
 		}
 		if got := g.suppressions(t); len(got) != 0 {
 			t.Errorf("suppressions after clear = %+v, want none", got)

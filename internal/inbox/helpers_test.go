@@ -202,7 +202,7 @@ func countDeliveries(t *testing.T, st store.Store, conn string) int {
 	if err != nil {
 		t.Fatalf("list deliveries: %v", err)
 	}
-	return len(ds)
+	return len(ds.Deliveries)
 }
 
 // waitFor polls cond until it holds or the deadline passes.

@@ -714,7 +714,7 @@ func TestOperatorBulkReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return ds
+			return ds.Deliveries
 		}
 		before := snapshot()
 
@@ -1039,7 +1039,7 @@ func TestOperatorBulkReplaysRaceEachOtherAndClaims(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range ds {
+			for _, d := range ds.Deliveries {
 				if d.Status != store.DeliveryFailed || d.Attempts != 1 {
 					t.Fatalf("race %d: stored %s with %d attempts, want failed at attempt 1", i, d.Status, d.Attempts)
 				}
@@ -1078,4 +1078,87 @@ func TestOperatorBulkReplayDefaultMax(t *testing.T) {
 	if DefaultReplayMax != 10000 {
 		t.Errorf("DefaultReplayMax = %d, want 10000 (docs/design.md)", DefaultReplayMax)
 	}
+}
+
+// TestOperatorListErrorScanBound: an error_contains page reads at most
+// ErrorScanPages times its limit of deliveries holding an error. A page the bound cut short
+// (even empty) still gives a cursor, and following the cursors yields
+// every match once, whatever the bound.
+func TestOperatorListErrorScanBound(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		clock := newTestClock()
+		const n = 5
+		var ds []store.Delivery
+		for i := range n {
+			ds = append(ds, store.Delivery{ConnectionID: connFake, Provider: fakeProvider, Event: "issue", DeliveryKey: fmt.Sprint("e", i),
+				Headers: `{}`, Body: []byte(`{}`), ReceivedAt: clock.Now().Add(time.Duration(i) * time.Second)})
+		}
+		if _, err := st.InsertDeliveries(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Minute)
+		var failed []string // newest first
+		for range n {
+			got, err := st.ClaimDeliveries(ctx, "w", clock.Now(), time.Minute, 1)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("claim = %v, %v", got, err)
+			}
+			d, now := got[0], clock.Now()
+			d.Status, d.ProcessedAt, d.NextAttemptAt, d.LastError = store.DeliveryFailed, &now, now, "apply: Boom"
+			if err := st.FinishDelivery(ctx, d, "w"); err != nil {
+				t.Fatal(err)
+			}
+			failed = append([]string{d.ID}, failed...)
+		}
+		o := NewOperators(st, testLogger(t), clock.Now)
+		o.ErrorScanPages = 1
+		h := operatorRouter(o)
+		list := func(query string) (got []string, pages int) {
+			t.Helper()
+			cursor := ""
+			for pages = 1; pages <= n+2; pages++ {
+				q := query
+				if cursor != "" {
+					q += "&cursor=" + url.QueryEscape(cursor)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/deliveries?"+q, nil))
+				if rec.Code != http.StatusOK {
+					t.Fatalf("%s: status %d %s", q, rec.Code, rec.Body)
+				}
+				page, next, more := listIDs(t, rec.Body.Bytes())
+				if len(page) > 2 {
+					t.Errorf("%s: a page of %d read more than the bound of 2 errors", q, len(page))
+				}
+				got = append(got, page...)
+				if !more {
+					return got, pages
+				}
+				cursor = next
+			}
+			t.Fatalf("%s: more than %d pages", query, n+2)
+			return nil, 0
+		}
+		tests := []struct {
+			query     string
+			want      []string
+			wantPages int
+		}{
+			// Five errors, two read per page of two: 2 + 2, then the last
+			// one with no bound left to stop at.
+			{"error_contains=nothing+like+it&limit=2", nil, 3},
+			{"error_contains=BOOM&limit=2", failed, 3},
+			// Pages of one: the bound ends each after one error, the
+			// last with nothing left to read.
+			{"error_contains=boom&limit=1", failed, n + 1},
+		}
+		for _, tt := range tests {
+			got, pages := list(tt.query)
+			if !slices.Equal(got, tt.want) || pages != tt.wantPages {
+				t.Errorf("%s: %v in %d pages, want %v in %d", tt.query, got, pages, tt.want, tt.wantPages)
+			}
+		}
+	})
 }

@@ -362,7 +362,7 @@ func TestWorkerSerializesEntity(t *testing.T) {
 			if err != nil {
 				t.Fatalf("list: %v", err)
 			}
-			for _, d := range ds {
+			for _, d := range ds.Deliveries {
 				if d.EntityKey == "A" {
 					return true
 				}

@@ -178,7 +178,9 @@ func (t toolset) addDeliveryTools(s *mcp.Server) {
 		Name: "list_deliveries",
 		Description: "Operators: list the webhook deliveries the gateway received, newest first, with their " +
 			"status, attempts, last error and outcome (the task and action they led to). Every filter is " +
-			"optional and they all apply together; page with next_cursor as for list_tasks.",
+			"optional and they all apply together; page with next_cursor as for list_tasks. With " +
+			"error_contains a page may be short, even empty, and still have a next_cursor: keep going " +
+			"until it is absent.",
 		Annotations: &mcp.ToolAnnotations{Title: "List webhook deliveries", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, func(ctx context.Context, in listDeliveriesInput) (inbox.DeliveryListJSON, error) {
 		query := url.Values{}

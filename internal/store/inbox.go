@@ -70,12 +70,34 @@ type DeliveryFilter struct {
 	ReceivedBefore time.Time
 	// ErrorContains matches a substring of last_error, ignoring case.
 	ErrorContains string
+	// ErrorScanLimit bounds an ErrorContains page: no substring index
+	// exists, so the page reads the deliveries holding an error newest
+	// first, and stops after this many (0: no bound, as a bulk replay
+	// needs). The bound keeps a page's cost flat however many errors the
+	// inbox holds; a page it cut short says where it stopped
+	// (DeliveryPage.ScanStop).
+	ErrorScanLimit int
 	// ExternalID matches the outcome's external ID.
 	ExternalID string
 	// Before is the (received_at, id) of the last delivery of the previous page.
 	BeforeReceivedAt time.Time
 	BeforeID         string
 	Limit            int
+}
+
+// DeliveryPage is a page of ListDeliveries, newest first.
+type DeliveryPage struct {
+	Deliveries []Delivery
+	// ScanStop is set when ErrorScanLimit ended the scan before Limit
+	// deliveries matched: the next page starts after this position (the
+	// oldest delivery read, which may not match the filter).
+	ScanStop *DeliveryPosition
+}
+
+// DeliveryPosition is a place in the list's order.
+type DeliveryPosition struct {
+	ReceivedAt time.Time
+	ID         string
 }
 
 // BulkRequeue is a bulk replay: the newest Max deliveries Filter matches
@@ -106,7 +128,7 @@ type DeliveryQueries interface {
 	// input, the ID of the stored row and whether it was a duplicate.
 	InsertDeliveries(ctx context.Context, ds []Delivery) ([]InsertedDelivery, error)
 	GetDelivery(ctx context.Context, id string) (Delivery, error)
-	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
+	ListDeliveries(ctx context.Context, f DeliveryFilter) (DeliveryPage, error)
 	// ClaimDeliveries leases up to limit due deliveries (queued/retrying with
 	// next_attempt_at <= now, or processing with an expired lease) whose
 	// entity is not leased by another worker, oldest first (PostgreSQL: FOR

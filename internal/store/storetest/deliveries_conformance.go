@@ -72,8 +72,8 @@ func testInbox(t *testing.T, s store.Store) {
 	}
 	list, err := s.ListDeliveries(ctx, store.DeliveryFilter{Status: store.DeliverySucceeded, Limit: 10})
 	must(t, err)
-	if len(list) != 1 {
-		t.Errorf("list succeeded = %d", len(list))
+	if len(list.Deliveries) != 1 {
+		t.Errorf("list succeeded = %d", len(list.Deliveries))
 	}
 	rq, requeued, err := s.RequeueDelivery(ctx, done.ID, now)
 	must(t, err)
@@ -381,10 +381,10 @@ func seedFilterDeliveries(t testing.TB, s store.Store) []store.Delivery {
 	must(t, err)
 	all, err := s.ListDeliveries(ctx, store.DeliveryFilter{Limit: 100})
 	must(t, err)
-	if len(all) != len(filterSeeds) {
-		t.Fatalf("stored %d deliveries, want %d", len(all), len(filterSeeds))
+	if len(all.Deliveries) != len(filterSeeds) || all.ScanStop != nil {
+		t.Fatalf("stored %d deliveries (scan stop %v), want %d", len(all.Deliveries), all.ScanStop, len(filterSeeds))
 	}
-	return all
+	return all.Deliveries
 }
 
 // filterCases are filters alone and combined, with the reference predicate
@@ -446,24 +446,32 @@ func testDeliveryFilters(t *testing.T, s store.Store) {
 				want = append(want, d.ID)
 			}
 		}
-		for _, limit := range []int{1, 2, 3, 100} {
-			f := tc.f
-			f.Limit = limit
-			var got []string
-			for pages := 0; ; pages++ {
-				page, err := s.ListDeliveries(ctx, f)
-				must(t, err)
-				for _, d := range page {
-					got = append(got, d.ID)
+		// An error scan bound changes where pages end, never what the
+		// pages yield together.
+		for _, scan := range []int{0, 1, 2} {
+			for _, limit := range []int{1, 2, 3, 100} {
+				f := tc.f
+				f.Limit, f.ErrorScanLimit = limit, scan
+				var got []string
+				for pages := 0; pages <= len(all)+1; pages++ {
+					page, err := s.ListDeliveries(ctx, f)
+					must(t, err)
+					for _, d := range page.Deliveries {
+						got = append(got, d.ID)
+					}
+					if stop := page.ScanStop; stop != nil {
+						f.BeforeReceivedAt, f.BeforeID = stop.ReceivedAt, stop.ID
+						continue
+					}
+					if len(page.Deliveries) < limit {
+						break
+					}
+					last := page.Deliveries[len(page.Deliveries)-1]
+					f.BeforeReceivedAt, f.BeforeID = last.ReceivedAt, last.ID
 				}
-				if len(page) < limit || pages > len(all) {
-					break
+				if !slices.Equal(got, want) {
+					t.Errorf("%s, pages of %d, error scan bound %d: got %v, want %v", tc.name, limit, scan, got, want)
 				}
-				last := page[len(page)-1]
-				f.BeforeReceivedAt, f.BeforeID = last.ReceivedAt, last.ID
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("%s, pages of %d: got %v, want %v", tc.name, limit, got, want)
 			}
 		}
 	}
@@ -491,7 +499,7 @@ func testRequeueDeliveries(t *testing.T, s store.Store) {
 		t.Helper()
 		ds, err := s.ListDeliveries(ctx, store.DeliveryFilter{Limit: 100})
 		must(t, err)
-		return ds
+		return ds.Deliveries
 	}
 	gh := store.DeliveryFilter{ConnectionID: "gh"}
 	var ghIDs, ghFinished []string
@@ -629,6 +637,15 @@ func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
 		}
 	}
 
+	// The backlog statuses read the index of due deliveries (and sort what
+	// it holds): never the inbox by received time.
+	for _, status := range []string{store.DeliveryQueued, store.DeliveryProcessing} {
+		plan := explainDeliveryPage(t, s, store.DeliveryFilter{Status: status, Limit: 10})
+		if !strings.Contains(plan, "idx_deliveries_due") || strings.Contains(plan, "idx_deliveries_received") {
+			t.Errorf("status %s: plan does not read idx_deliveries_due alone:\n%s", status, plan)
+		}
+	}
+
 	// A bulk replay's batch UPDATE finds its rows by id, whatever the
 	// planner thinks of the status guard next to a thousand ids.
 	args := []any{epoch}
@@ -644,7 +661,7 @@ func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
 // explainDeliveryPage returns the plan of ListDeliveries' query for f.
 func explainDeliveryPage(t testing.TB, s *sqlstore.Store, f store.DeliveryFilter) string {
 	t.Helper()
-	query, args := sqlstore.DeliveryPageQuery(f)
+	query, args := sqlstore.DeliveryPageQuery(s.Dialect(), f)
 	return explain(t, s, query, args)
 }
 
