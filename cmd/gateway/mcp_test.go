@@ -170,6 +170,26 @@ func TestMCPOverHTTP(t *testing.T) {
 			}
 		})
 
+		t.Run("behind a reverse proxy", func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, g.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A proxy on the same host forwards the public host name.
+			req.Host = "gateway.example.com"
+			req.Header.Set("Authorization", "Bearer "+engBotToken)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := g.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("POST /mcp with Host gateway.example.com = %d, want 200", resp.StatusCode)
+			}
+		})
+
 		// First, while the workspace is empty.
 		t.Run("invalid external IDs", func(t *testing.T) { invalidExternalIDs(t, g.mcpHTTP(t, engBotToken), g) })
 

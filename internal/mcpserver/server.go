@@ -64,7 +64,16 @@ func New(tasks Tasks, deliveries Deliveries, logger *slog.Logger, version string
 			return nil // unreachable behind the authenticator: a 400
 		}
 		return g.Server(p)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true,
+		// The API's bound on a JSON body.
+		MaxRequestBodyBytes: httpapi.MaxJSONBody,
+		// The SDK refuses a request that reached a loopback address under
+		// another host name, against DNS rebinding: a page in a browser
+		// reaching a local server that trusts whoever can connect. Here
+		// every request needs a bearer token such a page does not have,
+		// and the check would refuse /mcp behind a reverse proxy on the
+		// same host.
+		DisableLocalhostProtection: true})
 	return g
 }
 
