@@ -5,7 +5,11 @@ package mcpserver_test
 // the same request.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -18,6 +22,7 @@ import (
 
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/mcpserver/mcptest"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks"
@@ -371,4 +376,48 @@ func (e *env) deliveryStatus(t *testing.T, id string) string {
 		t.Fatalf("get delivery %s: %v", id, err)
 	}
 	return d.Status
+}
+
+// failingTasks fails every call with an error that carries no code: an
+// internal error.
+type failingTasks struct{}
+
+var errBroken = errors.New("connection reset while reading the tasks table")
+
+func (failingTasks) Create(context.Context, httpapi.Principal, []byte) (tasks.CreateJSON, error) {
+	return tasks.CreateJSON{}, errBroken
+}
+func (failingTasks) Lookup(context.Context, httpapi.Principal, string, string) (tasks.LookupJSON, error) {
+	return tasks.LookupJSON{}, errBroken
+}
+func (failingTasks) Release(context.Context, httpapi.Principal, string, string) error {
+	return errBroken
+}
+func (failingTasks) List(context.Context, httpapi.Principal, string, url.Values) (tasks.TaskListJSON, error) {
+	return tasks.TaskListJSON{}, errBroken
+}
+func (failingTasks) Update(context.Context, httpapi.Principal, string, func() ([]byte, error)) (tasks.TaskJSON, error) {
+	return tasks.TaskJSON{}, errBroken
+}
+
+func TestInternalErrorsAreGenericAndLogged(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	gw := mcpserver.New(failingTasks{}, nil, slog.New(slog.NewJSONHandler(&logs, nil)), "test")
+	cs := mcptest.ConnectInMemory(t, gw.Server(wsBot))
+	if got := mcptest.ErrorText(t, "create_task", mcptest.Call(t, cs, "create_task", createArgs("ws", "T", "ext-1"))); got != "internal error" {
+		t.Errorf("tool error = %q, want the REST API's generic \"internal error\"", got)
+	}
+	var line struct {
+		Level     string `json:"level"`
+		Tool      string `json:"mcp_tool"`
+		Principal string `json:"principal"`
+		Error     string `json:"error"`
+	}
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	if line.Level != "ERROR" || line.Tool != "create_task" || line.Principal != "ws-bot" || line.Error != errBroken.Error() {
+		t.Errorf("logged %s, want one error line naming the tool, the principal and the cause", logs.String())
+	}
 }
