@@ -26,7 +26,7 @@ type createTaskInput struct {
 	Description    string   `json:"description,omitempty" jsonschema:"Optional longer text (Markdown is kept as given)."`
 	WorkflowStepID string   `json:"workflow_step_id,omitempty" jsonschema:"Optional workflow step to put the task in; default: the workspace's first step."`
 	Labels         []string `json:"labels,omitempty" jsonschema:"Optional labels."`
-	ExternalID     string   `json:"external_id,omitempty" jsonschema:"Optional but recommended: your stable identity for this task (at most 255 bytes, no control characters, compared exactly). A repeated create with the same external_id answers the existing task instead of making a second one."`
+	ExternalID     *string  `json:"external_id,omitempty" jsonschema:"Optional but recommended: your stable identity for this task (at most 255 bytes, no control characters, compared exactly). A repeated create with the same external_id answers the existing task instead of making a second one."`
 }
 
 type externalIDInput struct {

@@ -421,3 +421,23 @@ func TestInternalErrorsAreGenericAndLogged(t *testing.T) {
 		t.Errorf("logged %s, want one error line naming the tool, the principal and the cause", logs.String())
 	}
 }
+
+func TestCreateTaskWithoutExternalIDMakesATaskEachTime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, openSQLite(t))
+	cs := e.session(t, wsBot)
+	for _, args := range []map[string]any{
+		{"workspace_id": "ws", "title": "No identity"},
+		{"workspace_id": "ws", "title": "No identity", "external_id": nil},
+		{"workspace_id": "ws", "title": "No identity", "external_id": ""},
+		{"workspace_id": "ws", "title": "No identity", "external_id": " \u00a0 "},
+	} {
+		got := mcptest.Decode[tasks.CreateJSON](t, "create_task", mcptest.Call(t, cs, "create_task", args))
+		if got.Deduplicated || got.ExternalID != "" {
+			t.Errorf("create_task %v = %+v, want a new task without an external ID", args, got)
+		}
+	}
+	if ts := e.tasksOf(t, "ws"); len(ts) != 4 {
+		t.Errorf("workspace ws holds %d tasks, want 4", len(ts))
+	}
+}
