@@ -80,6 +80,30 @@ func stdioSession(t *testing.T, dbURL, cfg string) *mcp.ClientSession {
 	return mcptest.Connect(t, &mcp.CommandTransport{Command: cmd})
 }
 
+// postToolsList posts a tools/list request to /mcp, with token and host
+// when given, and returns the status.
+func (g *gateway) postToolsList(t *testing.T, token, host string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := g.client.Do(req)
+	if err != nil {
+		t.Fatalf("POST /mcp: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func createTaskArgs(ws, title, ext string) map[string]any {
 	return map[string]any{"workspace_id": ws, "title": title, "external_id": ext}
 }
@@ -150,18 +174,8 @@ func TestMCPOverHTTP(t *testing.T) {
 		g := startGateway(t, newDatabaseURL(t, dialect), "--config", writeMCPConfig(t))
 
 		t.Run("no token", func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodPost, g.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := g.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusUnauthorized {
-				t.Errorf("POST /mcp without a token = %d, want 401", resp.StatusCode)
+			if status := g.postToolsList(t, "", ""); status != http.StatusUnauthorized {
+				t.Errorf("POST /mcp without a token = %d, want 401", status)
 			}
 			client := mcp.NewClient(&mcp.Implementation{Name: "no-token", Version: "v0"}, nil)
 			if cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp", HTTPClient: g.client}, nil); err == nil {
@@ -171,22 +185,9 @@ func TestMCPOverHTTP(t *testing.T) {
 		})
 
 		t.Run("behind a reverse proxy", func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodPost, g.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
 			// A proxy on the same host forwards the public host name.
-			req.Host = "gateway.example.com"
-			req.Header.Set("Authorization", "Bearer "+engBotToken)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := g.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Errorf("POST /mcp with Host gateway.example.com = %d, want 200", resp.StatusCode)
+			if status := g.postToolsList(t, engBotToken, "gateway.example.com"); status != http.StatusOK {
+				t.Errorf("POST /mcp with Host gateway.example.com = %d, want 200", status)
 			}
 		})
 
