@@ -44,6 +44,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"suppressions", "list"}, append([]string{"cursor", "limit", "workspace"}, operator...)},
 		{[]string{"suppressions", "clear"}, append([]string{"external-id", "workspace"}, operator...)},
 		{[]string{"recover"}, append([]string{"connection", "dry-run", "since"}, operator...)},
+		{[]string{"mcp"}, []string{"config", "database-url", "log-level"}},
 		{[]string{"help"}, nil},
 		{[]string{"version"}, nil},
 	}

@@ -211,8 +211,6 @@ func TestConsoleBrowserWrongTokenStaysOnSignIn(t *testing.T) {
 	}
 }
 
-const engBotToken = "e2e-eng-bot-token-0123456789"
-
 // A workspace token sees its workspace's tasks and no other's.
 func TestConsoleBrowserWorkspaceTokenSeesItsTasksOnly(t *testing.T) {
 	t.Parallel()

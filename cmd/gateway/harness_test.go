@@ -89,6 +89,10 @@ var secretsByConn = map[string]string{"github": githubSecret, "gitlab": gitlabSe
 // GATEWAY_* variables never leak into a test.
 func noEnv(string) (string, bool) { return "", false }
 
+// engBotToken is a workspace token the console and agent tool tests
+// configure: it may see workspace eng only.
+const engBotToken = "e2e-eng-bot-token-0123456789"
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binDir != "" {

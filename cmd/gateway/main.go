@@ -1,9 +1,10 @@
 // Command gateway is the tracker gateway: `gateway serve` runs it, `gateway
 // migrate` applies the schema, `gateway send` signs and posts a payload as a
-// provider would, `gateway deliveries|suppressions|prune|recover` are operator tools
-// and `gateway version` says which build this is. Every command answers -h and
-// --help. This package wires components and parses flags; the logic lives
-// in internal/ and connectors/.
+// provider would, `gateway deliveries|suppressions|prune|recover` are operator
+// tools, `gateway mcp` serves the agent tools on stdio and `gateway version`
+// says which build this is. Every command answers -h and --help. This
+// package wires components and parses flags; the logic lives in internal/
+// and connectors/.
 package main
 
 import (
@@ -61,6 +62,8 @@ func Main(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 		err = prune(ctx, args[1:], env, stdout, stderr)
 	case "recover":
 		err = recoverMissed(ctx, args[1:], env, stdout, stderr)
+	case "mcp":
+		err = mcpStdio(ctx, args[1:], env, stdout, stderr)
 	case "version":
 		err = version(args[1:], stdout, stderr)
 	case "help":
@@ -94,6 +97,7 @@ commands:
   suppressions   list | clear --workspace W --external-id X  (operators)
   prune          delete expired deliveries and read events once [--dry-run]
   recover        ask a provider to redeliver what it failed to deliver  (operators)
+  mcp            serve the agent tools (Model Context Protocol) on stdio
   version        print the build's version and revision
   help           show a command's usage
 

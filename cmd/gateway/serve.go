@@ -26,6 +26,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/projection"
 	"github.com/trackergateway/gateway/internal/recovery"
@@ -217,11 +218,9 @@ func loadConfig(ctx context.Context, path string, env Env, st store.Store, stdou
 	})
 }
 
-// applyConfig writes workspaces, steps and tokens idempotently, and the
-// admin token (from the flag/env, else generated and printed once).
-func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st store.Store, stdout io.Writer) error {
-	now := time.Now().UTC()
-	for _, w := range cfg.Workspaces {
+// applyWorkspaces writes workspaces and their steps idempotently.
+func applyWorkspaces(ctx context.Context, workspaces []config.Workspace, st store.Store, now time.Time) error {
+	for _, w := range workspaces {
 		ws := store.Workspace{ID: w.ID, Name: w.Name, TaskPrefix: w.TaskPrefix, CreatedAt: now}
 		for _, s := range w.Steps {
 			ws.Steps = append(ws.Steps, store.Step{ID: s.ID, Name: s.Name, WIPLimit: s.WIPLimit})
@@ -229,6 +228,16 @@ func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st s
 		if err := st.UpsertWorkspace(ctx, ws); err != nil {
 			return fmt.Errorf("apply workspace %s: %w", w.ID, err)
 		}
+	}
+	return nil
+}
+
+// applyConfig writes workspaces, steps and tokens idempotently, and the
+// admin token (from the flag/env, else generated and printed once).
+func applyConfig(ctx context.Context, cfg config.Config, adminToken string, st store.Store, stdout io.Writer) error {
+	now := time.Now().UTC()
+	if err := applyWorkspaces(ctx, cfg.Workspaces, st, now); err != nil {
+		return err
 	}
 	for _, t := range cfg.Tokens {
 		if err := st.UpsertToken(ctx, store.Token{ID: uuid.NewString(), Name: t.Name, TokenSHA256: httpapi.HashToken(t.Token),
@@ -344,6 +353,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Recovery:     recovery.NewOperators(missed, logger),
 		Readiness:    inbox.NewReadiness(st, receiver, now),
 		Metrics:      m,
+		MCP:          mcpserver.New(api, deliveries, logger, moduleVersion()),
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Connections: connectionIDs}, logger, now),
 		Authenticator: authenticator,

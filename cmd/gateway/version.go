@@ -26,6 +26,13 @@ func version(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// moduleVersion is the module version of this build ("(devel)" when the
+// build did not record one).
+func moduleVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	return newBuildVersion(bi, ok).module
+}
+
 // buildVersion is what the Go toolchain recorded about a build.
 type buildVersion struct {
 	module, revision, modified, time, goVersion string

@@ -497,7 +497,7 @@ func defaultSecretEnv() map[string]string {
 // DefaultSecretEnv or generates and persists one. The host is the
 // provider's zero-config host (Jira's from GATEWAY_JIRA_SITE).
 func Default(lookup func(string) (string, bool), secret func(provider string) (string, error)) (Config, error) {
-	c := Config{Workspaces: []Workspace{{ID: "default", Name: "Default", TaskPrefix: "TASK", Steps: DefaultSteps()}}}
+	c := Config{Workspaces: []Workspace{DefaultWorkspace()}}
 	for _, p := range providers.All() {
 		s, err := secret(p.Name)
 		if err != nil {
@@ -508,6 +508,11 @@ func Default(lookup func(string) (string, bool), secret func(provider string) (s
 	}
 	c.applyDefaults()
 	return c, c.Validate()
+}
+
+// DefaultWorkspace is the zero-config workspace, `default`.
+func DefaultWorkspace() Workspace {
+	return Workspace{ID: "default", Name: "Default", TaskPrefix: "TASK", Steps: DefaultSteps()}
 }
 
 // RandomSecret returns 32 random bytes as hex.

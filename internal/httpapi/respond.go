@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -96,6 +97,19 @@ func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err
 // console's HTML pages): it logs err as WriteError does, sets Retry-After
 // when err carries one, and returns the status and the message to show.
 func ErrorResponse(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) (status int, message string) {
+	status, message = Describe(r.Context(), logger, err, "method", r.Method, "path", r.URL.Path)
+	if d := failure.RetryAfterOf(err); d > 0 {
+		// Whole seconds, rounded up: "Retry-After: 0" would invite a hot loop.
+		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
+	}
+	return status, message
+}
+
+// Describe returns what the error table makes of err: its HTTP status and
+// the message a caller is shown (the body's "error"; for other surfaces,
+// such as agent tools, the same text). It logs a 5xx as WriteError does,
+// with attrs saying where it happened.
+func Describe(ctx context.Context, logger *slog.Logger, err error, attrs ...any) (status int, message string) {
 	err = Classify(err)
 	code := failure.CodeOf(err)
 	status = statusOf[code]
@@ -104,13 +118,9 @@ func ErrorResponse(w http.ResponseWriter, r *http.Request, logger *slog.Logger, 
 	}
 	switch {
 	case status >= 500 && code == failure.Internal:
-		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		logger.ErrorContext(ctx, "request failed", append(attrs, "error", err)...)
 	case status >= 500:
-		logger.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-	}
-	if d := failure.RetryAfterOf(err); d > 0 {
-		// Whole seconds, rounded up: "Retry-After: 0" would invite a hot loop.
-		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
+		logger.WarnContext(ctx, "request failed", append(attrs, "error", err)...)
 	}
 	return status, failure.MessageOf(err)
 }
@@ -166,8 +176,11 @@ const (
 )
 
 // PageLimit parses a list's ?limit=.
-func PageLimit(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
+func PageLimit(r *http.Request) (int, error) { return ParsePageLimit(r.URL.Query().Get("limit")) }
+
+// ParsePageLimit parses a list's limit as the query gives it ("" is the
+// default).
+func ParsePageLimit(v string) (int, error) {
 	if v == "" {
 		return DefaultPageSize, nil
 	}

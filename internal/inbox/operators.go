@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -231,33 +232,42 @@ const DefaultErrorScanPages = 4
 var listParams = append(slices.Clone(FilterParams), "limit", "cursor")
 
 func (o *Operators) list(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	for _, name := range slices.Sorted(maps.Keys(q)) {
+	out, err := o.ListJSON(r.Context(), r.URL.Query())
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ListJSON is the list as the REST route answers it, query holding the
+// route's parameters (listParams): the agent tools call it too.
+func (o *Operators) ListJSON(ctx context.Context, query url.Values) (DeliveryListJSON, error) {
+	for _, name := range slices.Sorted(maps.Keys(query)) {
 		if !slices.Contains(listParams, name) {
-			return failure.New(failure.Invalid, "unknown query parameter %q: want %s", name, strings.Join(listParams, ", "))
+			return DeliveryListJSON{}, failure.New(failure.Invalid, "unknown query parameter %q: want %s", name, strings.Join(listParams, ", "))
 		}
-		if len(q[name]) > 1 {
-			return failure.New(failure.Invalid, "query parameter %q is given more than once", name)
+		if len(query[name]) > 1 {
+			return DeliveryListJSON{}, failure.New(failure.Invalid, "query parameter %q is given more than once", name)
 		}
 	}
-	f, err := ParseFilter(q.Get)
+	f, err := ParseFilter(query.Get)
 	if err != nil {
-		return err
+		return DeliveryListJSON{}, err
 	}
-	limit, err := httpapi.PageLimit(r)
+	limit, err := httpapi.ParsePageLimit(query.Get("limit"))
 	if err != nil {
-		return err
+		return DeliveryListJSON{}, err
 	}
-	ds, next, err := o.List(r.Context(), f, limit, q.Get("cursor"))
+	ds, next, err := o.List(ctx, f, limit, query.Get("cursor"))
 	if err != nil {
-		return err
+		return DeliveryListJSON{}, err
 	}
 	out := DeliveryListJSON{Deliveries: make([]DeliveryJSON, 0, len(ds)), NextCursor: next}
 	for _, d := range ds {
 		out.Deliveries = append(out.Deliveries, NewDeliveryJSON(d))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // List returns a page of at most limit deliveries f matches, newest first,
@@ -380,34 +390,44 @@ type ReplayResultJSON struct {
 	Deliveries []DeliveryJSON `json:"deliveries"`
 }
 
-// replayMatching answers a bulk replay (ReplayMatching).
+// replayMatching answers a bulk replay.
 func (o *Operators) replayMatching(w http.ResponseWriter, r *http.Request) error {
 	var req ReplayRequest
 	if err := httpapi.DecodeJSON(w, r, &req); err != nil {
 		return err
 	}
+	out, err := o.ReplayMatchingJSON(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ReplayMatchingJSON is the bulk replay as the REST route answers it (the
+// agent tools call it too).
+func (o *Operators) ReplayMatchingJSON(ctx context.Context, req ReplayRequest) (ReplayResultJSON, error) {
 	fields := map[string]string{"status": req.Status, "connection": req.Connection, "event": req.Event,
 		"received_after": req.ReceivedAfter, "received_before": req.ReceivedBefore,
 		"error_contains": req.ErrorContains, "external_id": req.ExternalID}
 	f, err := ParseFilter(func(name string) string { return fields[name] })
 	if err != nil {
-		return err
+		return ReplayResultJSON{}, err
 	}
 	limit := DefaultReplayMax
 	if req.Max != nil {
 		limit = *req.Max
 	}
-	res, err := o.ReplayMatching(r.Context(), f, limit, req.DryRun)
+	res, err := o.ReplayMatching(ctx, f, limit, req.DryRun)
 	if err != nil {
-		return err
+		return ReplayResultJSON{}, err
 	}
 	out := ReplayResultJSON{Matched: res.Matched, Replayed: res.Requeued, Skipped: res.Skipped,
 		Deliveries: make([]DeliveryJSON, 0, len(res.Shown))}
 	for _, d := range res.Shown {
 		out.Deliveries = append(out.Deliveries, NewDeliveryJSON(d))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // ReplayMatching replays the newest max deliveries f matches as Replay

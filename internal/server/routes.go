@@ -16,6 +16,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/tasks"
@@ -33,6 +34,8 @@ type Deps struct {
 	Readiness    *inbox.Readiness
 	Metrics      *metrics.Metrics
 	Console      *console.Console
+	// MCP serves the agent tools over streamable HTTP.
+	MCP *mcpserver.Gateway
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
 	// Logger is where the admin requirement writes its errors.
@@ -132,7 +135,11 @@ func table(d Deps) []route {
 		{GET, "/ui/workspaces/{id}/tasks", session, d.Console.WorkspaceTasks},
 		{GET, "/ui/tasks/{id}", session, d.Console.Task},
 
-		// MCP mounts here when it exists.
+		// Agent tools (Model Context Protocol, streamable HTTP): the same
+		// bearer tokens, the tools scope them as the API does. Stateless,
+		// so POST only: GET, a stream the server would send on unasked, is
+		// not offered (405), and there is no session to DELETE.
+		{POST, "/mcp", token, d.MCP.ServeHTTP},
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
+	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/server"
@@ -74,6 +75,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		Recovery:      recovery.NewOperators(recovery.New(st, noConnections, logger, now), logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       metrics.New(prometheus.NewRegistry()),
+		MCP:           mcpserver.New(taskAPI, deliveries, logger, "test"),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})
@@ -165,8 +167,9 @@ func TestEveryRouteAnswers(t *testing.T) {
 			}
 
 			// The API's own description is the one public /api/ route; the
-			// console's sign-in answers a missing token with its form and a 401.
-			public := (!strings.HasPrefix(path, "/api/") || path == "/api/v1/openapi.yaml") && rt != "POST /ui/login"
+			// console's sign-in answers a missing token with its form and a
+			// 401; the agent tools take the API's tokens.
+			public := (!strings.HasPrefix(path, "/api/") && path != "/mcp" || path == "/api/v1/openapi.yaml") && rt != "POST /ui/login"
 			// Each route's unauthenticated request from an address of its
 			// own: the failure throttle's burst is smaller than the table.
 			anonymous := request(rt, "")
@@ -174,7 +177,7 @@ func TestEveryRouteAnswers(t *testing.T) {
 			rec = httptest.NewRecorder()
 			r.ServeHTTP(rec, anonymous)
 			if got := rec.Code == http.StatusUnauthorized; got == public {
-				t.Errorf("%s without a token = %d, want a 401 only for /api/ routes but the OpenAPI document", rt, rec.Code)
+				t.Errorf("%s without a token = %d, want a 401 only for /api/ routes but the OpenAPI document, and for /mcp", rt, rec.Code)
 			}
 			if !admin[rt] {
 				continue

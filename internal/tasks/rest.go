@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -68,46 +69,50 @@ type createBody struct {
 	ExternalID     *string  `json:"external_id"`
 }
 
-// CreateTask creates a task, in the normative order: authorize → validate
-// the external ID → look up → validate the rest → create.
+// CreateTask creates a task from the request body (Create).
 func (a *API) CreateTask(w http.ResponseWriter, r *http.Request) {
 	raw, err := readBody(w, r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
+	res, err := a.Create(r.Context(), principal(r), raw)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, res)
+}
+
+// Create creates a task for p from a create request's JSON (the REST body,
+// or an agent tool's arguments), in the normative order: authorize →
+// validate the external ID → look up → validate the rest → create.
+func (a *API) Create(ctx context.Context, p httpapi.Principal, raw []byte) (CreateJSON, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		a.fail(w, r, failure.New(failure.Invalid, "malformed JSON: the body must be an object"))
-		return
+		return CreateJSON{}, failure.New(failure.Invalid, "malformed JSON: the body must be an object")
 	}
 	var wsID string
 	if v, ok := fields["workspace_id"]; ok {
 		_ = json.Unmarshal(v, &wsID)
 	}
-	p := principal(r)
 	if wsID == "" {
 		if !p.Admin {
-			a.fail(w, r, errNotCreated)
-			return
+			return CreateJSON{}, errNotCreated
 		}
-		a.fail(w, r, failure.New(failure.Invalid, "workspace_id is required"))
-		return
+		return CreateJSON{}, failure.New(failure.Invalid, "workspace_id is required")
 	}
 	if !p.CanSee(wsID) {
-		a.fail(w, r, errNotCreated)
-		return
+		return CreateJSON{}, errNotCreated
 	}
 	// Checked before the lookup, which reads with it.
 	if err := httpapi.CheckText("workspace_id", wsID); err != nil {
-		a.fail(w, r, err)
-		return
+		return CreateJSON{}, err
 	}
 	var ext string
 	if v, ok := fields["external_id"]; ok && string(v) != "null" {
 		if err := json.Unmarshal(v, &ext); err != nil {
-			a.fail(w, r, failure.New(failure.Invalid, "field \"external_id\" must be a string"))
-			return
+			return CreateJSON{}, failure.New(failure.Invalid, "field \"external_id\" must be a string")
 		}
 	}
 	req := idempotency.CreateRequest{WorkspaceID: wsID, ExternalID: ext,
@@ -134,7 +139,7 @@ func (a *API) CreateTask(w http.ResponseWriter, r *http.Request) {
 			req.Title, req.Description, req.Labels = title, body.Description, labels
 			req.WorkflowStepID = body.WorkflowStepID
 			if req.WorkflowStepID == "" {
-				ws, err := a.st.GetWorkspace(r.Context(), wsID)
+				ws, err := a.st.GetWorkspace(ctx, wsID)
 				if err != nil {
 					return httpapi.Reword(err, failure.New(failure.NotFound, "workspace %q not found", wsID))
 				}
@@ -145,12 +150,11 @@ func (a *API) CreateTask(w http.ResponseWriter, r *http.Request) {
 			}
 			return nil
 		}}
-	res, err := a.creator.Create(r.Context(), req)
+	res, err := a.creator.Create(ctx, req)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return CreateJSON{}, err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, CreateResponse(res.Task, res.Outcome))
+	return CreateResponse(res.Task, res.Outcome), nil
 }
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
@@ -201,48 +205,50 @@ type patchBody struct {
 	Archived       *bool     `json:"archived"`
 }
 
-// UpdateTask applies a partial update; the external ID cannot change.
+// UpdateTask applies a partial update from the request body (Update).
 func (a *API) UpdateTask(w http.ResponseWriter, r *http.Request) {
-	p := principal(r)
-	id := mux.Vars(r)["id"]
-	if !httpapi.ValidText(id) {
-		a.fail(w, r, errTaskNotFound)
-		return
-	}
-	// Authorize before validating: an invisible task is 404 whatever the body.
-	t, err := a.st.GetTask(r.Context(), id)
-	if err != nil {
-		a.fail(w, r, httpapi.Reword(err, errTaskNotFound))
-		return
-	}
-	if !p.CanSee(t.WorkspaceID) {
-		a.fail(w, r, errTaskNotFound)
-		return
-	}
-	raw, err := readBody(w, r)
+	updated, err := a.Update(r.Context(), principal(r), mux.Vars(r)["id"], func() ([]byte, error) { return readBody(w, r) })
 	if err != nil {
 		a.fail(w, r, err)
 		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, updated)
+}
+
+// Update applies a partial update (a PATCH body's JSON, read by body) to the
+// task id for p; the external ID cannot change. body is read only once p is
+// known to see the task: an invisible task is 404 whatever the body.
+func (a *API) Update(ctx context.Context, p httpapi.Principal, id string, body func() ([]byte, error)) (TaskJSON, error) {
+	if !httpapi.ValidText(id) {
+		return TaskJSON{}, errTaskNotFound
+	}
+	t, err := a.st.GetTask(ctx, id)
+	if err != nil {
+		return TaskJSON{}, httpapi.Reword(err, errTaskNotFound)
+	}
+	if !p.CanSee(t.WorkspaceID) {
+		return TaskJSON{}, errTaskNotFound
+	}
+	raw, err := body()
+	if err != nil {
+		return TaskJSON{}, err
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err == nil {
 		if _, ok := fields["external_id"]; ok {
-			a.fail(w, r, failure.New(failure.Invalid, "external_id cannot be changed; release it instead"))
-			return
+			return TaskJSON{}, failure.New(failure.Invalid, "external_id cannot be changed; release it instead")
 		}
 	}
-	var body patchBody
-	if err := httpapi.DecodeJSONBytes(raw, &body); err != nil {
-		a.fail(w, r, err)
-		return
+	var patch patchBody
+	if err := httpapi.DecodeJSONBytes(raw, &patch); err != nil {
+		return TaskJSON{}, err
 	}
-	updated, err := a.svc.Update(r.Context(), id, Patch{Title: body.Title, Description: body.Description,
-		WorkflowStepID: body.WorkflowStepID, Labels: body.Labels, Archived: body.Archived}, p.CanSee)
+	updated, err := a.svc.Update(ctx, id, Patch{Title: patch.Title, Description: patch.Description,
+		WorkflowStepID: patch.WorkflowStepID, Labels: patch.Labels, Archived: patch.Archived}, p.CanSee)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return TaskJSON{}, err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, ToJSON(updated))
+	return ToJSON(updated), nil
 }
 
 // DeleteTask deletes a task as its operator, recording its suppressions.
@@ -289,15 +295,8 @@ func decodeCursor(c string) (time.Time, string, error) {
 	return t, id, nil
 }
 
-// workspaceFor authorizes the {id} workspace of a route; notFound is the
-// route's own 404 body.
-func (a *API) workspaceFor(r *http.Request, notFound *failure.Error) (string, error) {
-	ws, err := a.visibleWorkspace(r.Context(), principal(r), mux.Vars(r)["id"], notFound)
-	return ws.ID, err
-}
-
 // visibleWorkspace returns workspace id when p may see it, and notFound
-// otherwise, whether or not it exists.
+// (the route's own 404 body) otherwise, whether or not it exists.
 func (a *API) visibleWorkspace(ctx context.Context, p httpapi.Principal, id string, notFound *failure.Error) (store.Workspace, error) {
 	// An ID that is not storable text names no workspace.
 	if !p.CanSee(id) || !httpapi.ValidText(id) {
@@ -318,44 +317,51 @@ func (a *API) VisibleWorkspace(ctx context.Context, p httpapi.Principal, id stri
 
 var errWorkspaceNotFound = failure.New(failure.NotFound, "workspace not found")
 
-// ListTasks pages through a workspace's tasks (query: limit, cursor,
-// include_archived).
+// TaskListJSON is a page of tasks; NextCursor is absent on the last page.
+type TaskListJSON struct {
+	Tasks      []TaskJSON `json:"tasks"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}
+
+// ListTasks pages through a workspace's tasks (List).
 func (a *API) ListTasks(w http.ResponseWriter, r *http.Request) {
-	wsID, err := a.workspaceFor(r, errWorkspaceNotFound)
+	page, err := a.List(r.Context(), principal(r), mux.Vars(r)["id"], r.URL.Query())
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	limit, err := httpapi.PageLimit(r)
+	httpapi.WriteJSON(w, http.StatusOK, page)
+}
+
+// List pages through the tasks of workspace wsID for p. query holds the
+// list's parameters as the REST route takes them: limit, cursor,
+// include_archived; they are validated only once p may see the workspace.
+func (a *API) List(ctx context.Context, p httpapi.Principal, wsID string, query url.Values) (TaskListJSON, error) {
+	ws, err := a.visibleWorkspace(ctx, p, wsID, errWorkspaceNotFound)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return TaskListJSON{}, err
 	}
-	page := store.TaskPage{WorkspaceID: wsID}
-	q := r.URL.Query()
-	switch q.Get("include_archived") {
+	limit, err := httpapi.ParsePageLimit(query.Get("limit"))
+	if err != nil {
+		return TaskListJSON{}, err
+	}
+	page := store.TaskPage{WorkspaceID: ws.ID}
+	switch query.Get("include_archived") {
 	case "", "false":
 	case "true":
 		page.IncludeArchived = true
 	default:
-		a.fail(w, r, failure.New(failure.Invalid, "include_archived must be true or false"))
-		return
+		return TaskListJSON{}, failure.New(failure.Invalid, "include_archived must be true or false")
 	}
-	ts, next, err := a.TaskPage(r.Context(), page, limit, q.Get("cursor"))
+	ts, next, err := a.TaskPage(ctx, page, limit, query.Get("cursor"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return TaskListJSON{}, err
 	}
-	resp := map[string]any{}
-	if next != "" {
-		resp["next_cursor"] = next
-	}
-	items := make([]TaskJSON, 0, len(ts))
+	out := TaskListJSON{Tasks: make([]TaskJSON, 0, len(ts)), NextCursor: next}
 	for _, t := range ts {
-		items = append(items, ToJSON(t))
+		out.Tasks = append(out.Tasks, ToJSON(t))
 	}
-	resp["tasks"] = items
-	httpapi.WriteJSON(w, http.StatusOK, resp)
+	return out, nil
 }
 
 // TaskPage returns at most limit tasks of page's workspace after cursor
@@ -379,31 +385,47 @@ func (a *API) TaskPage(ctx context.Context, page store.TaskPage, limit int, curs
 
 var errLookupNotFound = failure.New(failure.NotFound, "task not found")
 
-// LookupTask finds a task by its external ID (query: external_id).
+// LookupTask finds a task by its external ID (Lookup; query: external_id).
 func (a *API) LookupTask(w http.ResponseWriter, r *http.Request) {
-	wsID, err := a.workspaceFor(r, errLookupNotFound)
+	found, err := a.Lookup(r.Context(), principal(r), mux.Vars(r)["id"], r.URL.Query().Get("external_id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	t, outcome, err := a.creator.Lookup(r.Context(), wsID, r.URL.Query().Get("external_id"))
-	if err != nil {
-		a.fail(w, r, httpapi.Reword(err, errLookupNotFound))
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, LookupResponse(t, outcome))
+	httpapi.WriteJSON(w, http.StatusOK, found)
 }
 
-// ReleaseExternalID releases a task's external ID (query: external_id).
-func (a *API) ReleaseExternalID(w http.ResponseWriter, r *http.Request) {
-	wsID, err := a.workspaceFor(r, errLookupNotFound)
+// Lookup finds the task holding externalID in workspace wsID, for p.
+func (a *API) Lookup(ctx context.Context, p httpapi.Principal, wsID, externalID string) (LookupJSON, error) {
+	ws, err := a.visibleWorkspace(ctx, p, wsID, errLookupNotFound)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return LookupJSON{}, err
 	}
-	if _, err := a.creator.ReleaseExternalID(r.Context(), wsID, r.URL.Query().Get("external_id")); err != nil {
-		a.fail(w, r, httpapi.Reword(err, errLookupNotFound))
+	t, outcome, err := a.creator.Lookup(ctx, ws.ID, externalID)
+	if err != nil {
+		return LookupJSON{}, httpapi.Reword(err, errLookupNotFound)
+	}
+	return LookupResponse(t, outcome), nil
+}
+
+// ReleaseExternalID releases a task's external ID (Release; query:
+// external_id).
+func (a *API) ReleaseExternalID(w http.ResponseWriter, r *http.Request) {
+	if err := a.Release(r.Context(), principal(r), mux.Vars(r)["id"], r.URL.Query().Get("external_id")); err != nil {
+		a.fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// Release frees externalID in workspace wsID for p; the task stays.
+func (a *API) Release(ctx context.Context, p httpapi.Principal, wsID, externalID string) error {
+	ws, err := a.visibleWorkspace(ctx, p, wsID, errLookupNotFound)
+	if err != nil {
+		return err
+	}
+	if _, err := a.creator.ReleaseExternalID(ctx, ws.ID, externalID); err != nil {
+		return httpapi.Reword(err, errLookupNotFound)
+	}
+	return nil
 }

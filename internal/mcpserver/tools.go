@@ -1,0 +1,227 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/tasks"
+)
+
+// No argument is marked required in the schemas: the REST functions check
+// them in their own order (the caller's access first; for a create, the
+// external ID and the lookup before anything else, so a retry finds its
+// task even when its other fields would now be refused), and a missing one
+// gets the REST API's message.
+
+type createTaskInput struct {
+	WorkspaceID    string   `json:"workspace_id,omitempty" jsonschema:"Required. The workspace to create the task in (list_tasks and the REST API name workspaces by this ID)."`
+	Title          string   `json:"title,omitempty" jsonschema:"Required for a new task. A short summary of the work."`
+	Description    string   `json:"description,omitempty" jsonschema:"Optional longer text (Markdown is kept as given)."`
+	WorkflowStepID string   `json:"workflow_step_id,omitempty" jsonschema:"Optional workflow step to put the task in; default: the workspace's first step."`
+	Labels         []string `json:"labels,omitempty" jsonschema:"Optional labels."`
+	ExternalID     *string  `json:"external_id,omitempty" jsonschema:"Optional but recommended: your stable identity for this task (at most 255 bytes, no control characters, compared exactly). A repeated create with the same external_id answers the existing task instead of making a second one."`
+}
+
+type externalIDInput struct {
+	WorkspaceID string `json:"workspace_id,omitempty" jsonschema:"Required. The workspace the external ID belongs to."`
+	ExternalID  string `json:"external_id,omitempty" jsonschema:"Required. The external ID, exactly as given to create_task."`
+}
+
+type releaseOutput struct {
+	Released bool `json:"released" jsonschema:"Always true: the external ID is free and the task that held it keeps existing without it."`
+}
+
+type listTasksInput struct {
+	WorkspaceID     string `json:"workspace_id,omitempty" jsonschema:"Required. The workspace to list."`
+	Limit           int    `json:"limit,omitempty" jsonschema:"Page size, 1 to 1000; default 100."`
+	Cursor          string `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page, to read the next one."`
+	IncludeArchived bool   `json:"include_archived,omitempty" jsonschema:"Also list archived tasks."`
+}
+
+type updateTaskInput struct {
+	TaskID         string    `json:"task_id,omitempty" jsonschema:"Required. The task's id (the UUID in the id field of a task, not its identifier such as TASK-12)."`
+	Title          *string   `json:"title,omitempty" jsonschema:"A new title."`
+	Description    *string   `json:"description,omitempty" jsonschema:"A new description."`
+	WorkflowStepID *string   `json:"workflow_step_id,omitempty" jsonschema:"Move the task to this workflow step (refused when the step is at its WIP limit)."`
+	Labels         *[]string `json:"labels,omitempty" jsonschema:"Replace the labels with these ([] removes them all)."`
+	Archived       *bool     `json:"archived,omitempty" jsonschema:"true archives the task, false brings it back."`
+}
+
+// patch is the PATCH body of an update: updateTaskInput without the task's
+// ID; absent fields stay as they are.
+type patch struct {
+	Title          *string   `json:"title,omitempty"`
+	Description    *string   `json:"description,omitempty"`
+	WorkflowStepID *string   `json:"workflow_step_id,omitempty"`
+	Labels         *[]string `json:"labels,omitempty"`
+	Archived       *bool     `json:"archived,omitempty"`
+}
+
+// deliveryFilter is the filters of the delivery list and the bulk replay
+// (inbox.FilterParams).
+type deliveryFilter struct {
+	Status         string `json:"status,omitempty" jsonschema:"One of queued, processing, retrying, succeeded, ignored, suppressed, failed."`
+	Connection     string `json:"connection,omitempty" jsonschema:"The connection ID the webhook was posted to, e.g. github."`
+	Event          string `json:"event,omitempty" jsonschema:"The event as stored, e.g. issues.opened."`
+	ReceivedAfter  string `json:"received_after,omitempty" jsonschema:"Received at or after this RFC 3339 time."`
+	ReceivedBefore string `json:"received_before,omitempty" jsonschema:"Received at or before this RFC 3339 time."`
+	ErrorContains  string `json:"error_contains,omitempty" jsonschema:"A substring of the last error, ignoring case."`
+	ExternalID     string `json:"external_id,omitempty" jsonschema:"The external ID of the delivery's outcome, exactly."`
+}
+
+type listDeliveriesInput struct {
+	deliveryFilter
+	Limit  int    `json:"limit,omitempty" jsonschema:"Page size, 1 to 1000; default 100."`
+	Cursor string `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page, to read the next one."`
+}
+
+type replayDeliveriesInput struct {
+	deliveryFilter
+	DryRun bool `json:"dry_run,omitempty" jsonschema:"Change nothing; answer what a replay would requeue now."`
+	Max    *int `json:"max,omitempty" jsonschema:"At most this many of the newest matching deliveries are considered, 1 to 100000; default 10000."`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// addTool adds a tool whose work is fn, run as the caller. fn's error
+// becomes the tool error the REST API would have answered: the error
+// table's message (a generic one for a 500, whose cause is logged).
+func addTool[In, Out any](s *mcp.Server, t toolset, tool *mcp.Tool, fn func(ctx context.Context, in In) (Out, error)) {
+	mcp.AddTool(s, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		out, err := fn(httpapi.WithPrincipal(ctx, t.caller), in)
+		if err != nil {
+			_, message := httpapi.Describe(ctx, t.logger, err, "mcp_tool", tool.Name, "principal", t.caller.Name)
+			return nil, out, errors.New(message)
+		}
+		return nil, out, nil
+	})
+}
+
+// addTaskTools adds the tools every caller has.
+func (t toolset) addTaskTools(s *mcp.Server) {
+	addTool(s, t, &mcp.Tool{
+		Name: "create_task",
+		Description: "Create a task in a workspace, at most once per external_id. If a task already holds the " +
+			"external_id, nothing is created and that task is answered with deduplicated: true (its other " +
+			"fields are not compared or changed). creation_complete is false only when that other create is " +
+			"still running: wait and look it up with get_task_by_external_id. Without an external_id every " +
+			"call makes a new task.",
+		Annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, func(ctx context.Context, in createTaskInput) (tasks.CreateJSON, error) {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return tasks.CreateJSON{}, err
+		}
+		return t.tasks.Create(ctx, t.caller, raw)
+	})
+
+	addTool(s, t, &mcp.Tool{
+		Name: "get_task_by_external_id",
+		Description: "Find the task holding an external ID in a workspace, archived tasks included. The safest " +
+			"way to resume after an interruption: look up first and create only when this answers that no " +
+			"task was found. creation_complete is false while the task's creation is still running.",
+		Annotations: &mcp.ToolAnnotations{Title: "Find a task by external ID", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, func(ctx context.Context, in externalIDInput) (tasks.LookupJSON, error) {
+		return t.tasks.Lookup(ctx, t.caller, in.WorkspaceID, in.ExternalID)
+	})
+
+	addTool(s, t, &mcp.Tool{
+		Name: "release_external_id",
+		Description: "Free an external ID: the task keeps existing without it, and the next create_task with " +
+			"that ID makes a new task. Only for an identity that is deliberately abandoned; never as a " +
+			"reaction to creation_complete: false.",
+		Annotations: &mcp.ToolAnnotations{Title: "Release an external ID", IdempotentHint: false, DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+	}, func(ctx context.Context, in externalIDInput) (releaseOutput, error) {
+		err := t.tasks.Release(ctx, t.caller, in.WorkspaceID, in.ExternalID)
+		return releaseOutput{Released: err == nil}, err
+	})
+
+	addTool(s, t, &mcp.Tool{
+		Name: "list_tasks",
+		Description: "List a workspace's tasks, oldest first, a page at a time: pass next_cursor back as cursor " +
+			"for the next page (absent on the last one). Archived tasks only with include_archived.",
+		Annotations: &mcp.ToolAnnotations{Title: "List tasks", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, func(ctx context.Context, in listTasksInput) (tasks.TaskListJSON, error) {
+		query := url.Values{}
+		setNonZero(query, "limit", in.Limit)
+		setNonEmpty(query, "cursor", in.Cursor)
+		if in.IncludeArchived {
+			query.Set("include_archived", "true")
+		}
+		return t.tasks.List(ctx, t.caller, in.WorkspaceID, query)
+	})
+
+	addTool(s, t, &mcp.Tool{
+		Name: "update_task",
+		Description: "Change a task: only the fields given change. The external ID cannot be changed (release " +
+			"it instead). Moving into a workflow step at its WIP limit is refused.",
+		Annotations: &mcp.ToolAnnotations{Title: "Update a task", IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, func(ctx context.Context, in updateTaskInput) (tasks.TaskJSON, error) {
+		body := func() ([]byte, error) {
+			return json.Marshal(patch{Title: in.Title, Description: in.Description,
+				WorkflowStepID: in.WorkflowStepID, Labels: in.Labels, Archived: in.Archived})
+		}
+		return t.tasks.Update(ctx, t.caller, in.TaskID, body)
+	})
+}
+
+// addDeliveryTools adds the operator tools (the admin's only).
+func (t toolset) addDeliveryTools(s *mcp.Server) {
+	addTool(s, t, &mcp.Tool{
+		Name: "list_deliveries",
+		Description: "Operators: list the webhook deliveries the gateway received, newest first, with their " +
+			"status, attempts, last error and outcome (the task and action they led to). Every filter is " +
+			"optional and they all apply together; page with next_cursor as for list_tasks. With " +
+			"error_contains a page may be short, even empty, and still have a next_cursor: keep going " +
+			"until it is absent.",
+		Annotations: &mcp.ToolAnnotations{Title: "List webhook deliveries", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}, func(ctx context.Context, in listDeliveriesInput) (inbox.DeliveryListJSON, error) {
+		query := url.Values{}
+		for name, value := range in.deliveryFilter.byName() {
+			setNonEmpty(query, name, value)
+		}
+		setNonZero(query, "limit", in.Limit)
+		setNonEmpty(query, "cursor", in.Cursor)
+		return t.deliveries.ListJSON(ctx, query)
+	})
+
+	addTool(s, t, &mcp.Tool{
+		Name: "replay_deliveries",
+		Description: "Operators: process again the finished deliveries (succeeded, ignored, suppressed, failed) " +
+			"that the filters match, with today's configuration; at least one filter is required. Queued, " +
+			"processing and retrying ones are skipped. Try dry_run first: it changes nothing and answers " +
+			"how many would be replayed. The answer shows the first 20 matched deliveries.",
+		Annotations: &mcp.ToolAnnotations{Title: "Replay webhook deliveries", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, func(ctx context.Context, in replayDeliveriesInput) (inbox.ReplayResultJSON, error) {
+		f := in.deliveryFilter
+		return t.deliveries.ReplayMatchingJSON(ctx, inbox.ReplayRequest{Status: f.Status, Connection: f.Connection, Event: f.Event,
+			ReceivedAfter: f.ReceivedAfter, ReceivedBefore: f.ReceivedBefore, ErrorContains: f.ErrorContains,
+			ExternalID: f.ExternalID, DryRun: in.DryRun, Max: in.Max})
+	})
+}
+
+// byName returns the filters by their query parameter names.
+func (f deliveryFilter) byName() map[string]string {
+	return map[string]string{"status": f.Status, "connection": f.Connection, "event": f.Event,
+		"received_after": f.ReceivedAfter, "received_before": f.ReceivedBefore,
+		"error_contains": f.ErrorContains, "external_id": f.ExternalID}
+}
+
+func setNonEmpty(query url.Values, name, value string) {
+	if value != "" {
+		query.Set(name, value)
+	}
+}
+
+func setNonZero(query url.Values, name string, value int) {
+	if value != 0 {
+		query.Set(name, strconv.Itoa(value))
+	}
+}
