@@ -35,9 +35,16 @@ const LeaseName = "retention"
 
 // Defaults of a Pruner's tuning.
 const (
-	DefaultBatchSize   = 500
-	DefaultBatchTarget = 25 * time.Millisecond
+	DefaultBatchSize = 500
+	// DefaultBatchTarget: a batch holds SQLite's one writer, and every
+	// acknowledgement waiting for it waits that long too.
+	DefaultBatchTarget = 5 * time.Millisecond
 	DefaultPause       = 20 * time.Millisecond
+	// DefaultYieldFactor: the pruner waits at least four times as long as
+	// its last batch took, so it holds the database at most a fifth of the
+	// time (docs/benchmarks.md, "Pruning an expired backlog while
+	// ingesting").
+	DefaultYieldFactor = 4
 	DefaultLease       = 2 * time.Minute
 	// minBatch is the smallest batch a slow database shrinks batches to.
 	minBatch = 10
@@ -71,12 +78,15 @@ type Pruner struct {
 	// that takes longer halves the next one's size (down to 10 rows), one
 	// that takes under half of it doubles it (up to BatchSize).
 	BatchTarget time.Duration
-	// Pause is the least wait between two batches; the wait is at least as
-	// long as the batch took, so pruning never has the database more than
-	// half the time, and slows down when the database is slow.
-	Pause time.Duration
-	// Lease is how long the job lease lasts; the pruner renews it before
-	// each batch, so a pruner that dies holds it no longer than this.
+	// Pause is the least wait between two batches; the wait is at least
+	// YieldFactor times as long as the batch took, so pruning has the
+	// database at most 1/(1+YieldFactor) of the time, and slows down when
+	// the database is slow.
+	Pause       time.Duration
+	YieldFactor int
+	// Lease is how long the job lease lasts; the pruner renews it between
+	// batches once a quarter of it has passed, so a pruner that dies holds
+	// it no longer than this.
 	Lease time.Duration
 	// OnDeleted, when set, is told every batch's deletions (the
 	// gateway_retention_deleted_total counter).
@@ -84,6 +94,8 @@ type Pruner struct {
 
 	// elapsed measures a batch (time.Since; tests replace it).
 	elapsed func(began time.Time) time.Duration
+	// wait pauses between batches (pause; tests replace it).
+	wait func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a pruner with the policy and the default tuning.
@@ -91,7 +103,7 @@ func New(st store.Store, logger *slog.Logger, now func() time.Time, policy confi
 	return &Pruner{st: st, logger: logger, now: func() time.Time { return now().UTC() }, policy: policy,
 		owner: uuid.NewString(), Consumers: []string{projection.Consumer},
 		BatchSize: DefaultBatchSize, BatchTarget: DefaultBatchTarget, Pause: DefaultPause, Lease: DefaultLease,
-		elapsed: time.Since}
+		elapsed: time.Since, wait: pause, YieldFactor: DefaultYieldFactor}
 }
 
 // Run runs a pass at once and then every policy interval until ctx ends. A
@@ -181,6 +193,7 @@ func (p *Pruner) RunOnce(ctx context.Context, dryRun bool) (Counts, error) {
 	}()
 	size, floor := p.BatchSize, min(minBatch, p.BatchSize)
 	var took time.Duration // by the last batch
+	renewed := p.now()     // the lease was just taken
 	first := true
 	for _, k := range p.kinds(&c) {
 		if k.keep <= 0 {
@@ -189,11 +202,15 @@ func (p *Pruner) RunOnce(ctx context.Context, dryRun bool) (Counts, error) {
 		before := start.Add(-k.keep)
 		for {
 			if !first {
-				if err := p.pause(ctx, max(p.Pause, took)); err != nil {
+				if err := p.wait(ctx, max(p.Pause, time.Duration(p.YieldFactor)*took)); err != nil {
 					return c, err
 				}
-				if err := p.renew(ctx); err != nil {
-					return c, err
+				// Renewing is a write as well: once a quarter lease.
+				if p.now().Sub(renewed) >= p.Lease/4 {
+					if err := p.renew(ctx); err != nil {
+						return c, err
+					}
+					renewed = p.now()
 				}
 			}
 			first = false
@@ -237,7 +254,7 @@ func (p *Pruner) renew(ctx context.Context) error {
 }
 
 // pause yields between batches: other writers get the database.
-func (p *Pruner) pause(ctx context.Context, d time.Duration) error {
+func pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

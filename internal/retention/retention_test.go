@@ -389,3 +389,44 @@ func TestBatchesFollowTheDatabase(t *testing.T) {
 		}
 	})
 }
+
+// TestPruningYields: between batches the pruner waits at least
+// YieldFactor times as long as the last batch took (at least Pause), so
+// it holds the database a bounded share of the time.
+func TestPruningYields(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, s *sqlstore.Store) {
+		t.Parallel()
+		for i := range 30 {
+			finished(t, s, "expired-"+strconv.Itoa(i), store.DeliverySucceeded, 8*day)
+		}
+		p := newPruner(s, policy)
+		p.BatchSize, p.BatchTarget, p.Pause = 10, time.Second, 7*time.Millisecond
+		// Batches take 3 ms, then 1 ms.
+		var batches int
+		retention.SetElapsed(p, func(time.Time) time.Duration {
+			batches++
+			if batches == 1 {
+				return 3 * time.Millisecond
+			}
+			return time.Millisecond
+		})
+		var waits []time.Duration
+		retention.SetWait(p, func(ctx context.Context, d time.Duration) error {
+			waits = append(waits, d)
+			return ctx.Err()
+		})
+		got, err := p.RunOnce(context.Background(), false)
+		must(t, err)
+		if got.DeliveriesProcessed != 30 {
+			t.Errorf("deleted %d, want 30", got.DeliveriesProcessed)
+		}
+		// Six batches: 10, 10, 10 and an empty one of processed deliveries,
+		// one of failed ones, one of events. After the 3 ms one 4 × 3 ms,
+		// after the 1 ms ones the 7 ms Pause.
+		ms := time.Millisecond
+		if want := []time.Duration{12 * ms, 7 * ms, 7 * ms, 7 * ms, 7 * ms}; !slices.Equal(waits, want) {
+			t.Errorf("waits = %v, want %v", waits, want)
+		}
+	})
+}
