@@ -345,7 +345,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Readiness:    inbox.NewReadiness(st, receiver, now),
 		Metrics:      m,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Connections: connectionIDs}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Connections: connectionIDs}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})
