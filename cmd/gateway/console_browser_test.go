@@ -190,6 +190,9 @@ func TestConsoleBrowserRecoversAMissedDelivery(t *testing.T) {
 		signIn(t, ctx, g, testAdminToken)
 		browse(t, ctx, "open the missed deliveries", chromedp.Click(chromedp.CSS(`a[href="/ui/recover"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#recover-github form.recover-form button`)))
+		if got := text(t, ctx, "#recover-github tr.hook-off"); !strings.Contains(got, "switched off") || !strings.Contains(got, "503 failed") {
+			t.Errorf("the switched-off hook's row says %q, want it marked off with its last response", got)
+		}
 		if got := text(t, ctx, "#recover-gitlab"); !strings.Contains(got, "it has no api_token and no hooks") {
 			t.Errorf("the gitlab connection's section says %q, want why it cannot be recovered", got)
 		}
