@@ -117,11 +117,11 @@ func TestRecoverPage(t *testing.T) {
 			`<span class="status s-failed">disabled</span>`,
 			// A hook whose state could not be read says why.
 			"not read: GET .../hooks/13: 404 Not Found",
-		}, []string{"Recovery is not configured"})
+		}, []string{"No recovery for this connection"})
 		if n := strings.Count(gh, `class="hook-off"`); n != 3 {
 			t.Errorf("%d hooks marked off, want 3", n)
 		}
-		wantIn(t, "gl's section", section(t, res.body, "gl"), []string{"Recovery is not configured",
+		wantIn(t, "gl's section", section(t, res.body, "gl"), []string{"No recovery for this connection",
 			"it has no api_token", "docs/providers.md"}, []string{"<form", "Hooks"})
 		if runs := fake.asked(); len(runs) != 0 {
 			t.Errorf("showing the page ran recovery %d times", len(runs))
