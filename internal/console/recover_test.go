@@ -32,6 +32,9 @@ type fakeRecovery struct {
 	hooksErr error
 	result   recovery.Result
 	runs     []recovery.Options
+	// bounded: every read of the hooks had a deadline at most
+	// hooksTimeout away.
+	bounded, unbounded int
 }
 
 var errNoToken = failure.New(failure.Invalid, `connection "gl": recovery needs api_token and hooks in its configuration (it has no api_token)`)
@@ -46,6 +49,11 @@ func (f *fakeRecovery) Recoverable(id string) error {
 func (f *fakeRecovery) Hooks(ctx context.Context, id string) ([]recovery.HookState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= 10*time.Second {
+		f.bounded++
+	} else {
+		f.unbounded++
+	}
 	return slices.Clone(f.hooks), f.hooksErr
 }
 
@@ -127,13 +135,26 @@ func TestRecoverPage(t *testing.T) {
 			t.Errorf("showing the page ran recovery %d times", len(runs))
 		}
 
-		// Hooks that cannot be read at all: the page says so.
+		// Hooks that cannot be read at all, or not in time: the page says
+		// so, and still offers the dry run.
+		for _, tt := range []struct {
+			err  error
+			want string
+		}{
+			{failure.New(failure.Invalid, "connection \"gh\" api: bad api_url"), "The hooks' state could not be read: connection \"gh\" api: bad api_url"},
+			{context.DeadlineExceeded, "The hooks' state could not be read: the provider did not answer within 10s"},
+		} {
+			fake.mu.Lock()
+			fake.hooks, fake.hooksErr = nil, tt.err
+			fake.mu.Unlock()
+			wantIn(t, "gh's section without hooks", section(t, b.get(t, "/ui/recover").body, "gh"),
+				[]string{tt.want, "Find missed deliveries (dry run)"}, []string{"<table class=\"list hooks\">"})
+		}
 		fake.mu.Lock()
-		fake.hooks, fake.hooksErr = nil, failure.New(failure.Invalid, "connection \"gh\" api: bad api_url")
-		fake.mu.Unlock()
-		wantIn(t, "gh's section without hooks", section(t, b.get(t, "/ui/recover").body, "gh"),
-			[]string{"The hooks' state could not be read: connection \"gh\" api: bad api_url", "Find missed deliveries (dry run)"},
-			[]string{"<table class=\"list hooks\">"})
+		defer fake.mu.Unlock()
+		if fake.bounded != 3 || fake.unbounded != 0 {
+			t.Errorf("the hooks were read %d times within 10s and %d times without that bound, want 3 and 0", fake.bounded, fake.unbounded)
+		}
 	})
 }
 
