@@ -167,6 +167,64 @@ func TestConsoleBrowserReplaysAFailedDelivery(t *testing.T) {
 	})
 }
 
+// An operator finds a delivery GitHub failed to make, reads the dry run,
+// confirms it, and sees it asked for once; the redelivery arrives and
+// makes its task.
+func TestConsoleBrowserRecoversAMissedDelivery(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		ctx := newBrowser(t)
+		api := newMissedGitHub(t)
+		g := startGateway(t, newDatabaseURL(t, dialect), "--config", recoverConfig(t, api.srv.URL, ""))
+		api.mu.Lock()
+		api.gateway = g.URL
+		api.mu.Unlock()
+		api.add(2, "guid-missed", 503, githubIssueOpened(t, 7002, 2, "Missed while the gateway was down"))
+		api.add(3, "guid-ok", 200, githubIssueOpened(t, 7003, 3, "Delivered"))
+		asked := func() int {
+			api.mu.Lock()
+			defer api.mu.Unlock()
+			return api.asked
+		}
+
+		signIn(t, ctx, g, testAdminToken)
+		browse(t, ctx, "open the missed deliveries", chromedp.Click(chromedp.CSS(`a[href="/ui/recover"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#recover-github form.recover-form button`)))
+		if got := text(t, ctx, "#recover-github tr.hook-off"); !strings.Contains(got, "switched off") || !strings.Contains(got, "503 failed") {
+			t.Errorf("the switched-off hook's row says %q, want it marked off with its last response", got)
+		}
+		if got := text(t, ctx, "#recover-gitlab"); !strings.Contains(got, "it has no api_token and no hooks") {
+			t.Errorf("the gitlab connection's section says %q, want why it cannot be recovered", got)
+		}
+		browse(t, ctx, "run the dry run",
+			chromedp.SetValue(chromedp.CSS(`#recover-github input[name="since"]`), "1h"),
+			chromedp.Click(chromedp.CSS(`#recover-github form.recover-form button`)),
+			chromedp.WaitVisible(chromedp.CSS(`#recover-github form.confirm button`)))
+		if got := text(t, ctx, "#recover-github section.run p"); got != "2 deliveries checked; 1 missing, of which 1 would be redelivered now." {
+			t.Errorf("the dry run says %q", got)
+		}
+		if n := asked(); n != 0 {
+			t.Fatalf("the dry run asked GitHub for %d redeliveries", n)
+		}
+		browse(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`#recover-github form.confirm button`)),
+			chromedp.WaitVisible(chromedp.CSS(`#recover-github .s-accepted`)))
+		if got := text(t, ctx, "#recover-github section.run p"); got != "Asked the provider to redeliver 1 delivery; 2 checked, 1 missing." {
+			t.Errorf("the confirmation says %q", got)
+		}
+		if n := asked(); n != 1 {
+			t.Errorf("GitHub was asked %d times, want once", n)
+		}
+		poll(t, "the redelivered issue's task", waitTimeout, func() bool {
+			for _, tk := range g.tasks(t) {
+				if tk.Title == "Missed while the gateway was down" {
+					return true
+				}
+			}
+			return false
+		})
+	})
+}
+
 // processedCount reads gateway_delivery_processing_seconds_count of conn:
 // how many deliveries reached a final outcome.
 func processedCount(t *testing.T, g *gateway, conn string) int {

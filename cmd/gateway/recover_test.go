@@ -44,6 +44,12 @@ func newMissedGitHub(t *testing.T) *missedGitHub {
 		case r.Method == http.MethodGet && r.URL.Path == hook:
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(m.list)
+		case r.Method == http.MethodGet && r.URL.Path == strings.TrimSuffix(hook, "/deliveries"):
+			// The hook, switched off by someone after it kept failing.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"type":"Repository","id":%d,"name":"web","active":false,"events":["issues","pull_request"],
+				"config":{"content_type":"json","url":"%s/webhooks/github"},
+				"last_response":{"code":503,"status":"failed","message":"Service Unavailable"}}`, recoverHookID, m.gateway)
 		case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, hook+"/"):
 			var id int64
 			_, _ = fmt.Sscanf(strings.TrimPrefix(r.URL.Path, hook+"/"), "%d/attempts", &id)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
@@ -62,6 +63,13 @@ type Tasks interface {
 	Contributions(ctx context.Context, taskID string) ([]tasks.Contribution, error)
 }
 
+// Recovery is missed-delivery recovery (recovery.Recoverer).
+type Recovery interface {
+	Recoverable(connectionID string) error
+	Hooks(ctx context.Context, connectionID string) ([]recovery.HookState, error)
+	Recover(ctx context.Context, connectionID string, opts recovery.Options) (recovery.Result, error)
+}
+
 // Deps are what the console serves from. Every field is required.
 type Deps struct {
 	Sessions      Sessions
@@ -70,6 +78,7 @@ type Deps struct {
 	Deliveries    Deliveries
 	Suppressions  Suppressions
 	Tasks         Tasks
+	Recovery      Recovery
 	// Connections are the IDs of the configured connections, in the
 	// order the overview lists them.
 	Connections []string

@@ -68,6 +68,13 @@ type env struct {
 
 func newEnv(t *testing.T, st *sqlstore.Store) *env {
 	t.Helper()
+	return newEnvWithRecovery(t, st, func(func() time.Time) console.Recovery { return &fakeRecovery{} })
+}
+
+// newEnvWithRecovery is newEnv with the recovery recovery builds on the
+// env's clock.
+func newEnvWithRecovery(t *testing.T, st *sqlstore.Store, recovery func(now func() time.Time) console.Recovery) *env {
+	t.Helper()
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
 	clk := &clock{t: start}
@@ -103,7 +110,8 @@ func newEnv(t *testing.T, st *sqlstore.Store) *env {
 		Readiness:    inbox.NewReadiness(st, receiver, now),
 		Metrics:      metrics.New(prometheus.NewRegistry()),
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Connections: []string{"gh", "gl"}}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: recovery(now),
+			Connections: []string{"gh", "gl"}}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})

@@ -91,12 +91,12 @@ func TestOperatorPagesAreAdminOnly(t *testing.T) {
 		e := newEnv(t, st)
 		failed := e.seedDelivery(t, "gh", "failed-1", time.Minute, store.DeliveryFailed, "boom")
 		eng := e.login(t, engToken)
-		for _, path := range []string{"/ui/deliveries", "/ui/deliveries/" + failed.ID, "/ui/replay?status=failed", "/ui/suppressions"} {
+		for _, path := range []string{"/ui/deliveries", "/ui/deliveries/" + failed.ID, "/ui/replay?status=failed", "/ui/suppressions", "/ui/recover"} {
 			if res := eng.get(t, path); res.status != http.StatusNotFound {
 				t.Errorf("GET %s with a workspace token = %d, want 404", path, res.status)
 			}
 		}
-		for _, path := range []string{"/ui/deliveries/" + failed.ID + "/replay", "/ui/replay", "/ui/suppressions/clear"} {
+		for _, path := range []string{"/ui/deliveries/" + failed.ID + "/replay", "/ui/replay", "/ui/suppressions/clear", "/ui/recover"} {
 			if res := eng.post(t, path, url.Values{"status": {"failed"}}); res.status != http.StatusNotFound {
 				t.Errorf("POST %s with a workspace token = %d, want 404", path, res.status)
 			}

@@ -22,7 +22,7 @@ var stylesheet []byte
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{"login", "error", "overview", "deliveries", "delivery", "replay",
-	"suppressions", "tasks", "task"}
+	"suppressions", "tasks", "task", "recover"}
 
 type pages map[string]*template.Template
 
@@ -47,6 +47,7 @@ var navigation = []navItem{
 	{Path: "/ui/deliveries", Label: "Deliveries", AdminOnly: true},
 	{Path: "/ui/replay", Label: "Bulk replay", AdminOnly: true},
 	{Path: "/ui/suppressions", Label: "Suppressions", AdminOnly: true},
+	{Path: "/ui/recover", Label: "Missed deliveries", AdminOnly: true},
 }
 
 // layout is what every page's template gets: the page's own data in Data.

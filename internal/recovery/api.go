@@ -64,18 +64,28 @@ func recoverOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
 			return Options{}, err
 		}
 	}
-	opts := Options{DryRun: req.DryRun}
-	if req.Since != "" {
-		d, err := time.ParseDuration(req.Since)
-		if err != nil {
-			return Options{}, failure.New(failure.Invalid, "since %q is not a duration (e.g. 24h)", req.Since)
-		}
-		if d <= 0 {
-			return Options{}, failure.New(failure.Invalid, "since must be positive")
-		}
-		opts.Since = d
+	since, err := ParseSince(req.Since)
+	if err != nil {
+		return Options{}, err
 	}
-	return opts, nil
+	return Options{Since: since, DryRun: req.DryRun}, nil
+}
+
+// ParseSince reads a run's since as the API and the console take it: a Go
+// duration, positive; empty is 0, which Recover takes as DefaultWindow.
+// Recover itself refuses more than MaxWindow.
+func ParseSince(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, failure.New(failure.Invalid, "since %q is not a duration (e.g. 24h)", s)
+	}
+	if d <= 0 {
+		return 0, failure.New(failure.Invalid, "since must be positive")
+	}
+	return d, nil
 }
 
 // HooksResponse is the body of GET /api/v1/connections/{id}/hooks.

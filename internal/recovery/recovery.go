@@ -167,18 +167,44 @@ func (r *Recoverer) client(provider string) *http.Client {
 	return &c
 }
 
-// hookAPIFor checks the connection can be recovered and builds its API.
-func (r *Recoverer) hookAPIFor(connectionID string) (config.Connection, hookAPI, error) {
+// Recoverable says why the connection cannot be recovered (unknown, of a
+// provider that retries by itself, without api_token or hooks), nil when
+// it can: the console shows it before anyone asks.
+func (r *Recoverer) Recoverable(connectionID string) error {
+	_, _, err := r.checkConnection(connectionID)
+	return err
+}
+
+// checkConnection finds the connection and its API builder, refusing a
+// connection that cannot be recovered.
+func (r *Recoverer) checkConnection(connectionID string) (config.Connection, func(*Recoverer, config.Connection) (hookAPI, error), error) {
 	conn, ok := r.conns(connectionID)
 	if !ok {
 		return conn, nil, failure.New(failure.NotFound, "connection not found")
 	}
 	build, ok := r.apis[conn.Provider]
+	var missing []string
+	if conn.APIToken == "" {
+		missing = append(missing, "api_token")
+	}
+	if len(conn.Hooks) == 0 {
+		missing = append(missing, "hooks")
+	}
 	switch {
 	case !ok:
 		return conn, nil, failure.New(failure.Invalid, "connection %q: %s retries deliveries by itself; there is nothing to recover", conn.ID, conn.Provider)
-	case conn.APIToken == "" || len(conn.Hooks) == 0:
-		return conn, nil, failure.New(failure.Invalid, "connection %q: recovery needs api_token and hooks in its configuration", conn.ID)
+	case len(missing) > 0:
+		return conn, nil, failure.New(failure.Invalid, "connection %q: recovery needs api_token and hooks in its configuration (it has no %s)",
+			conn.ID, strings.Join(missing, " and no "))
+	}
+	return conn, build, nil
+}
+
+// hookAPIFor checks the connection can be recovered and builds its API.
+func (r *Recoverer) hookAPIFor(connectionID string) (config.Connection, hookAPI, error) {
+	conn, build, err := r.checkConnection(connectionID)
+	if err != nil {
+		return conn, nil, err
 	}
 	api, err := build(r, conn)
 	if err != nil {

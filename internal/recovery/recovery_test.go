@@ -276,23 +276,36 @@ func TestRecoverRefusals(t *testing.T) {
 	noHooks := gh.connection()
 	noHooks.ID = "no-hooks"
 	jira := config.Connection{ID: "jira", Provider: "jira", APIToken: "t", Hooks: []config.Hook{{Project: "P", ID: 1}}}
-	rec := newRecoverer(st, gh.connection(repoHook), noToken, noHooks, jira)
+	neither := noHooks
+	neither.ID, neither.APIToken = "neither", ""
+	rec := newRecoverer(st, gh.connection(repoHook), noToken, noHooks, neither, jira)
 	tests := []struct {
 		name, connection string
 		since            time.Duration
 		want             failure.Code
+		// message is what the refusal says (and Recoverable with it),
+		// empty when the connection itself can be recovered.
+		message string
 	}{
-		{"unknown connection", "nope", 0, failure.NotFound},
-		{"no api_token", "no-token", 0, failure.Invalid},
-		{"no hooks", "no-hooks", 0, failure.Invalid},
-		{"jira", "jira", 0, failure.Invalid},
-		{"beyond three days", "gh", 73 * time.Hour, failure.Invalid},
-		{"negative", "gh", -time.Hour, failure.Invalid},
+		{"unknown connection", "nope", 0, failure.NotFound, "connection not found"},
+		{"no api_token", "no-token", 0, failure.Invalid, "recovery needs api_token and hooks in its configuration (it has no api_token)"},
+		{"no hooks", "no-hooks", 0, failure.Invalid, "(it has no hooks)"},
+		{"neither", "neither", 0, failure.Invalid, "(it has no api_token and no hooks)"},
+		{"jira", "jira", 0, failure.Invalid, "jira retries deliveries by itself"},
+		{"beyond three days", "gh", 73 * time.Hour, failure.Invalid, ""},
+		{"negative", "gh", -time.Hour, failure.Invalid, ""},
 	}
 	for _, tc := range tests {
 		_, err := rec.Recover(t.Context(), tc.connection, Options{Since: tc.since})
 		if got := failure.CodeOf(err); got != tc.want {
 			t.Errorf("%s: error %v (%s), want %s", tc.name, err, got, tc.want)
+		}
+		recoverable := rec.Recoverable(tc.connection)
+		switch {
+		case tc.message == "" && recoverable != nil:
+			t.Errorf("%s: Recoverable = %v, want nil", tc.name, recoverable)
+		case tc.message != "" && (recoverable == nil || !strings.Contains(err.Error(), tc.message) || recoverable.Error() != err.Error()):
+			t.Errorf("%s: Recover error %v, Recoverable %v, want both saying %q", tc.name, err, recoverable, tc.message)
 		}
 	}
 	if gh.requests != 0 {
@@ -387,4 +400,30 @@ func TestRecoverNeverAsksTwiceAfterAFailure(t *testing.T) {
 			t.Errorf("redelivery requests = %q, want one", asked)
 		}
 	})
+}
+
+// since is read the same way by the API and the console.
+func TestParseSince(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"", 0, ""},
+		{"6h", 6 * time.Hour, ""},
+		{"90m", 90 * time.Minute, ""},
+		{"yesterday", 0, `since "yesterday" is not a duration (e.g. 24h)`},
+		{"0s", 0, "since must be positive"},
+		{"-1h", 0, "since must be positive"},
+	}
+	for _, tc := range tests {
+		got, err := ParseSince(tc.in)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("ParseSince(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || failure.CodeOf(err) != failure.Invalid || failure.MessageOf(err) != tc.err):
+			t.Errorf("ParseSince(%q) error %v, want invalid %q", tc.in, err, tc.err)
+		}
+	}
 }

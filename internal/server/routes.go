@@ -132,6 +132,8 @@ func table(d Deps) []route {
 		{POST, "/ui/replay", sessionAdmin, d.Console.BulkReplay},
 		{GET, "/ui/suppressions", sessionAdmin, d.Console.Suppressions},
 		{POST, "/ui/suppressions/clear", sessionAdmin, d.Console.ClearSuppression},
+		{GET, "/ui/recover", sessionAdmin, d.Console.RecoverPage},
+		{POST, "/ui/recover", sessionAdmin, d.Console.Recover},
 		{GET, "/ui/workspaces/{id}/tasks", session, d.Console.WorkspaceTasks},
 		{GET, "/ui/tasks/{id}", session, d.Console.Task},
 

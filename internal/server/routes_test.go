@@ -64,15 +64,16 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 	deliveries := inbox.NewOperators(st, logger, now)
 	suppressions := ingest.NewSuppressions(st, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
+	missed := recovery.New(st, noConnections, logger, now)
 	return server.NewRouter(server.Deps{
 		Receiver:     receiver,
 		Tasks:        taskAPI,
 		Deliveries:   deliveries,
 		Suppressions: suppressions,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed}, logger, now),
 		Creations:     idempotency.NewOperators(coord, logger),
-		Recovery:      recovery.NewOperators(recovery.New(st, noConnections, logger, now), logger),
+		Recovery:      recovery.NewOperators(missed, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       metrics.New(prometheus.NewRegistry()),
 		MCP:           mcpserver.New(taskAPI, deliveries, logger, "test"),
