@@ -43,15 +43,15 @@ func parsePrune(args []string, env Env, stdout, stderr io.Writer) (pruneFlags, e
 	f.register(fs, env)
 	fs.StringVar(&f.configPath, "config", envOr(env, "GATEWAY_CONFIG", ""), "YAML config file whose retention block applies (env GATEWAY_CONFIG)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "count what a pass would delete, delete nothing")
-	fs.StringVar(&f.output, "o", "table", "output: table | json")
+	fs.StringVar(&f.output, "o", outputTable, "output: table | json")
 	if err := parseFlags(fs, pruneUsage, args, stdout, stderr); err != nil {
 		return f, err
 	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return f, usageError(stderr, fs, pruneUsage, "unexpected argument %q", fs.Arg(0))
-	case f.output != "table" && f.output != "json":
-		return f, usageError(stderr, fs, pruneUsage, "-o %q: must be table or json", f.output)
+	}
+	if err := checkOutput(f.output); err != nil {
+		return f, usageError(stderr, fs, pruneUsage, "%v", err)
 	}
 	return f, nil
 }
@@ -89,7 +89,7 @@ func prune(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	if f.output == "json" {
+	if f.output == outputJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
