@@ -112,19 +112,6 @@ type rawWebhook struct {
 	Changelog          json.RawMessage `json:"changelog"`
 }
 
-// DecodeWebhook decodes a webhook body. The envelope must be a JSON object
-// with a numeric timestamp (or none); user, issue and changelog are decoded
-// with go-jira's types and, where those refuse the data, with a lenient
-// decoder that keeps what the gateway needs (see decodeIssue). A part that
-// neither can decode is an error only for the issue.
-func DecodeWebhook(body []byte) (*Webhook, error) {
-	raw, err := decodeEnvelope(body)
-	if err != nil {
-		return nil, err
-	}
-	return raw.decode()
-}
-
 func decodeEnvelope(body []byte) (*rawWebhook, error) {
 	var raw rawWebhook
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -133,6 +120,11 @@ func decodeEnvelope(body []byte) (*rawWebhook, error) {
 	return &raw, nil
 }
 
+// decode decodes the envelope's parts: the timestamp must be numeric (or
+// absent); user, issue and changelog are decoded with go-jira's types and,
+// where those refuse the data, with a lenient decoder that keeps what the
+// gateway needs (see decodeIssue). A part that neither can decode is an
+// error only for the issue.
 func (raw *rawWebhook) decode() (*Webhook, error) {
 	w := &Webhook{WebhookEvent: raw.WebhookEvent, IssueEventTypeName: raw.IssueEventTypeName}
 	if raw.Timestamp != "" {

@@ -135,19 +135,6 @@ func fixture(t testing.TB, provider, name string) map[string]any {
 	return m
 }
 
-// obj walks a JSON object: obj(m, "pull_request", "head") is m.pull_request.head.
-func obj(t testing.TB, m map[string]any, keys ...string) map[string]any {
-	t.Helper()
-	for _, k := range keys {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			t.Fatalf("fixture has no object %q", k)
-		}
-		m = next
-	}
-	return m
-}
-
 // delivery builds the inbox row the receiver would store for body posted to
 // conn: signed by the adapter, secret headers removed.
 func (e *env) delivery(connID, event string, body map[string]any) store.Delivery {
