@@ -69,7 +69,7 @@ func mcpStdio(ctx context.Context, args []string, env Env, stdout, stderr io.Wri
 	// would generate and print play no part here.
 	workspaces := []config.Workspace{config.DefaultWorkspace()}
 	if f.configPath != "" {
-		cfg, err := config.Load(f.configPath)
+		cfg, err := config.LoadEnv(f.configPath, env)
 		if err != nil {
 			return err
 		}

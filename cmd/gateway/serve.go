@@ -200,7 +200,7 @@ func adapters() map[string]connectors.Adapter { return providers.Adapters() }
 // and printed.
 func loadConfig(ctx context.Context, path string, env Env, st store.Store, stdout io.Writer) (config.Config, error) {
 	if path != "" {
-		return config.Load(path)
+		return config.LoadEnv(path, env)
 	}
 	return config.Default(env, func(provider string) (string, error) {
 		name := config.DefaultSecretEnv[provider]

@@ -10,6 +10,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +49,7 @@ func TestSecretsSurviveAFailedStart(t *testing.T) {
 			t.Errorf("a start that could not listen printed one-time secrets: %q", out.String())
 		}
 
-		printed := serveUntilListening(t, dbURL)
+		printed := serveUntilListening(t, dbURL, noEnv)
 		for _, want := range oneTimeLines {
 			if !strings.Contains(printed, want) {
 				t.Errorf("the first successful start did not print %q; it printed:\n%s", want, printed)
@@ -57,8 +59,9 @@ func TestSecretsSurviveAFailedStart(t *testing.T) {
 }
 
 // serveUntilListening starts zero-config serve on a free port, returns what
-// it printed up to its listening line, and stops it.
-func serveUntilListening(t *testing.T, dbURL string) string {
+// it printed up to its listening line, and stops it. env is serve's
+// environment; extra are more flags.
+func serveUntilListening(t *testing.T, dbURL string, env Env, extra ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -66,7 +69,7 @@ func serveUntilListening(t *testing.T, dbURL string) string {
 	logs := &logTail{}
 	done := make(chan int, 1)
 	go func() {
-		code := Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--database-url", dbURL}, noEnv, outW, logs)
+		code := Main(ctx, append([]string{"serve", "--listen", "127.0.0.1:0", "--database-url", dbURL}, extra...), env, outW, logs)
 		_ = outW.Close()
 		done <- code
 	}()
@@ -110,4 +113,36 @@ wait:
 		t.Errorf("serve did not return within %s of its context ending", waitTimeout)
 	}
 	return printed.String()
+}
+
+// TestConfigExpandsFromServesEnvironment: ${VAR} in the configuration file
+// is read from the environment serve is given, as every flag's variable
+// is; one it lacks stops the start with its name.
+func TestConfigExpandsFromServesEnvironment(t *testing.T) {
+	t.Parallel()
+	const variable = "GATEWAY_TEST_CONFIG_ONLY_SECRET"
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	yaml := "workspaces:\n  - {id: eng, task_prefix: ENG}\n" +
+		"connections:\n  - {id: gh, provider: github, host: github.com, workspace: eng, secrets: [\"${" + variable + "}\"]}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) (string, bool) {
+		if k == variable {
+			return "a-secret-only-this-environment-has", true
+		}
+		return "", false
+	}
+	printed := serveUntilListening(t, newDatabaseURL(t, "sqlite"), env, "--config", cfg)
+	if _, ok := listeningAddr(strings.TrimSpace(printed[strings.LastIndex(strings.TrimSpace(printed), "\n")+1:])); !ok {
+		t.Errorf("serve printed %q, want it listening", printed)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--database-url", newDatabaseURL(t, "sqlite"), "--config", cfg}, noEnv, &out, &errOut)
+	if code == 0 || !strings.Contains(errOut.String(), variable) {
+		t.Errorf("serve without %s: exit %d, stderr %q; want a failed start naming it", variable, code, errOut.String())
+	}
 }
