@@ -430,3 +430,42 @@ func TestPruningYields(t *testing.T) {
 		}
 	})
 }
+
+// TestPassDeletesExpiredConsoleSessions: a pass deletes the console
+// sessions that expired before it and keeps the live ones; a dry run
+// deletes none.
+func TestPassDeletesExpiredConsoleSessions(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, s *sqlstore.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		for _, sess := range []store.ConsoleSession{
+			{IDSHA256: "expired", TokenSHA256: "t", CSRFSecret: "c", CreatedAt: now.Add(-13 * time.Hour), ExpiresAt: now.Add(-time.Hour)},
+			{IDSHA256: "live", TokenSHA256: "t", CSRFSecret: "c", CreatedAt: now.Add(-time.Hour), ExpiresAt: now.Add(11 * time.Hour)},
+		} {
+			must(t, s.InsertConsoleSession(ctx, sess))
+		}
+		left := func() int64 {
+			t.Helper()
+			// Counted at a time both would have expired by: what is
+			// deleted then is what is still stored.
+			n, err := s.DeleteExpiredConsoleSessions(ctx, now.Add(24*time.Hour))
+			must(t, err)
+			return n
+		}
+		p := newPruner(s, policy)
+		_, err := p.RunOnce(ctx, true)
+		must(t, err)
+		if _, err := s.GetConsoleSession(ctx, "expired", now.Add(-2*time.Hour)); err != nil {
+			t.Errorf("after a dry run the expired session is gone: %v", err)
+		}
+		_, err = p.RunOnce(ctx, false)
+		must(t, err)
+		if _, err := s.GetConsoleSession(ctx, "live", now); err != nil {
+			t.Errorf("after a pass the live session is gone: %v", err)
+		}
+		if n := left(); n != 1 {
+			t.Errorf("sessions left after a pass = %d, want 1 (the live one)", n)
+		}
+	})
+}
