@@ -299,27 +299,14 @@ func waitDelivery(ctx context.Context, f sendFlags, id string, stdout io.Writer)
 	return nil
 }
 
-// getAPI GETs an operator API path with the admin token and decodes the
-// JSON answer into out.
+// getAPI GETs an operator API path with the admin token (callAPI) and
+// decodes the JSON answer into out.
 func getAPI(ctx context.Context, f sendFlags, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(f.target, "/")+path, nil)
+	answer, err := callAPI(ctx, f.target, f.adminToken, http.MethodGet, path, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+f.adminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("gateway answered %s: %s", resp.Status, bytes.TrimSpace(b))
-	}
-	return json.Unmarshal(b, out)
+	return json.Unmarshal(answer, out)
 }
 
 // callAPI performs an operator request, with body as JSON unless nil, and
