@@ -64,7 +64,7 @@ func drain(url string, t *template, senders, n int, seq *atomic.Int64) drainResu
 		time.Sleep(time.Second)
 	}
 	var last time.Time
-	forEachTask(url, func(created time.Time) {
+	forEachTask(url, func(_ string, created time.Time) {
 		res.tasks++
 		if created.After(last) {
 			last = created
@@ -88,20 +88,21 @@ func pendingDeliveries(url string) int {
 	return n
 }
 
-// forEachTask calls fn with the created_at of every task of the bench
-// workspace.
-func forEachTask(url string, fn func(created time.Time)) {
+// forEachTask calls fn with the id and created_at of every task of the
+// bench workspace.
+func forEachTask(url string, fn func(id string, created time.Time)) {
 	cursor := ""
 	for range 1000 {
 		var page struct {
 			Tasks []struct {
+				ID        string    `json:"id"`
 				CreatedAt time.Time `json:"created_at"`
 			} `json:"tasks"`
 			NextCursor string `json:"next_cursor"`
 		}
 		get(url, "/api/v1/workspaces/bench/tasks?limit=1000&include_archived=true&cursor="+cursor, &page)
 		for _, t := range page.Tasks {
-			fn(t.CreatedAt)
+			fn(t.ID, t.CreatedAt)
 		}
 		if cursor = page.NextCursor; cursor == "" {
 			return

@@ -507,23 +507,7 @@ func receiveToTask(url string) latencies {
 		time.Sleep(200 * time.Millisecond)
 	}
 	created := map[string]time.Time{}
-	cursor := ""
-	for range 1000 {
-		var page struct {
-			Tasks []struct {
-				ID        string    `json:"id"`
-				CreatedAt time.Time `json:"created_at"`
-			} `json:"tasks"`
-			NextCursor string `json:"next_cursor"`
-		}
-		get(url, "/api/v1/workspaces/bench/tasks?limit=1000&include_archived=true&cursor="+cursor, &page)
-		for _, t := range page.Tasks {
-			created[t.ID] = t.CreatedAt
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
-	}
+	forEachTask(url, func(id string, at time.Time) { created[id] = at })
 	var out latencies
 	for _, d := range ds {
 		if d.Outcome == nil {
