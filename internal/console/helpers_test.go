@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/store/storetest"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
@@ -40,30 +40,12 @@ const (
 // relative to it.
 var start = time.Date(2026, 3, 4, 10, 30, 15, 0, time.UTC)
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // env is the gateway's router over one store, with workspaces eng and ops,
 // the admin token and one token per workspace.
 type env struct {
 	st     *sqlstore.Store
 	router *mux.Router
-	clock  *clock
+	clock  *storetest.Clock
 }
 
 func newEnv(t *testing.T, st *sqlstore.Store) *env {
@@ -77,8 +59,8 @@ func newEnvWithRecovery(t *testing.T, st *sqlstore.Store, recovery func(now func
 	t.Helper()
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
-	clk := &clock{t: start}
-	now := clk.now
+	clk := storetest.NewClock(start, 0)
+	now := clk.Now
 	for _, ws := range []string{"eng", "ops"} {
 		if err := st.UpsertWorkspace(ctx, store.Workspace{ID: ws, Name: strings.ToUpper(ws) + " team", TaskPrefix: strings.ToUpper(ws),
 			CreatedAt: start, Steps: []store.Step{{ID: "backlog", Name: "Backlog"}}}); err != nil {
@@ -209,7 +191,7 @@ func (e *env) seedDelivery(t *testing.T, conn, key string, ago time.Duration, st
 	ctx := context.Background()
 	d := store.Delivery{ConnectionID: conn, Provider: "github", Event: "issues.opened", DeliveryKey: key,
 		Headers: `{"Content-Type":["application/json"],"X-Github-Event":["issues"],"X-Hub-Signature-256":["sha256=secret-signature"]}`,
-		Body:    []byte(`{"action":"opened","issue":{"id":1,"title":"Console test"}}`), ReceivedAt: e.clock.now().Add(-ago)}
+		Body:    []byte(`{"action":"opened","issue":{"id":1,"title":"Console test"}}`), ReceivedAt: e.clock.Now().Add(-ago)}
 	res, err := e.st.InsertDeliveries(ctx, []store.Delivery{d})
 	if err != nil {
 		t.Fatalf("insert delivery: %v", err)
@@ -223,7 +205,7 @@ func (e *env) seedDelivery(t *testing.T, conn, key string, ago time.Duration, st
 	}
 	// Callers seed queued deliveries last, so this one is the only one
 	// due.
-	claimed, err := e.st.ClaimDeliveries(ctx, "w-"+key, e.clock.now().Add(365*24*time.Hour), time.Hour, 1)
+	claimed, err := e.st.ClaimDeliveries(ctx, "w-"+key, e.clock.Now().Add(365*24*time.Hour), time.Hour, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +214,7 @@ func (e *env) seedDelivery(t *testing.T, conn, key string, ago time.Duration, st
 	}
 	done := claimed[0]
 	done.Status, done.LastError = status, lastError
-	at := e.clock.now()
+	at := e.clock.Now()
 	done.ProcessedAt = &at
 	if status != store.DeliveryFailed {
 		done.OutcomeAction, done.OutcomeResult = "ignore", "event not mapped"

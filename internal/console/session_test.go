@@ -130,12 +130,12 @@ func TestSessionEnds(t *testing.T) {
 
 		// A session expires, and the next sign-in prunes it.
 		b = e.login(t, adminToken)
-		e.clock.advance(console.SessionLifetime)
+		e.clock.Advance(console.SessionLifetime)
 		if res := b.get(t, "/ui/"); res.status != http.StatusSeeOther {
 			t.Errorf("GET /ui/ after the session's lifetime = %d, want 303 to sign in", res.status)
 		}
 		e.login(t, adminToken)
-		if n, err := st.DeleteExpiredConsoleSessions(context.Background(), e.clock.now()); err != nil || n != 0 {
+		if n, err := st.DeleteExpiredConsoleSessions(context.Background(), e.clock.Now()); err != nil || n != 0 {
 			t.Errorf("expired sessions left after a sign-in: %d (%v), want 0", n, err)
 		}
 
