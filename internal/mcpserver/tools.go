@@ -46,22 +46,18 @@ type listTasksInput struct {
 }
 
 type updateTaskInput struct {
-	TaskID         string    `json:"task_id,omitempty" jsonschema:"Required. The task's id (the UUID in the id field of a task, not its identifier such as TASK-12)."`
+	TaskID string `json:"task_id,omitempty" jsonschema:"Required. The task's id (the UUID in the id field of a task, not its identifier such as TASK-12)."`
+	taskPatch
+}
+
+// taskPatch is the PATCH body of an update: update_task's arguments but the
+// task's ID; absent fields stay as they are.
+type taskPatch struct {
 	Title          *string   `json:"title,omitempty" jsonschema:"A new title."`
 	Description    *string   `json:"description,omitempty" jsonschema:"A new description."`
 	WorkflowStepID *string   `json:"workflow_step_id,omitempty" jsonschema:"Move the task to this workflow step (refused when the step is at its WIP limit)."`
 	Labels         *[]string `json:"labels,omitempty" jsonschema:"Replace the labels with these ([] removes them all)."`
 	Archived       *bool     `json:"archived,omitempty" jsonschema:"true archives the task, false brings it back."`
-}
-
-// patch is the PATCH body of an update: updateTaskInput without the task's
-// ID; absent fields stay as they are.
-type patch struct {
-	Title          *string   `json:"title,omitempty"`
-	Description    *string   `json:"description,omitempty"`
-	WorkflowStepID *string   `json:"workflow_step_id,omitempty"`
-	Labels         *[]string `json:"labels,omitempty"`
-	Archived       *bool     `json:"archived,omitempty"`
 }
 
 // deliveryFilter is the filters of the delivery list and the bulk replay
@@ -164,10 +160,7 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 			"it instead). Moving into a workflow step at its WIP limit is refused.",
 		Annotations: &mcp.ToolAnnotations{Title: "Update a task", IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 	}, func(ctx context.Context, in updateTaskInput) (tasks.TaskJSON, error) {
-		body := func() ([]byte, error) {
-			return json.Marshal(patch{Title: in.Title, Description: in.Description,
-				WorkflowStepID: in.WorkflowStepID, Labels: in.Labels, Archived: in.Archived})
-		}
+		body := func() ([]byte, error) { return json.Marshal(in.taskPatch) }
 		return t.tasks.Update(ctx, t.caller, in.TaskID, body)
 	})
 }
