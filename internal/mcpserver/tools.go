@@ -84,8 +84,6 @@ type replayDeliveriesInput struct {
 	Max    *int `json:"max,omitempty" jsonschema:"At most this many of the newest matching deliveries are considered, 1 to 100000; default 10000."`
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // addTool adds a tool whose work is fn, run as the caller. fn's error
 // becomes the tool error the REST API would have answered: the error
 // table's message (a generic one for a 500, whose cause is logged).
@@ -109,7 +107,7 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 			"fields are not compared or changed). creation_complete is false only when that other create is " +
 			"still running: wait and look it up with get_task_by_external_id. Without an external_id every " +
 			"call makes a new task.",
-		Annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in createTaskInput) (tasks.CreateJSON, error) {
 		raw, err := json.Marshal(in)
 		if err != nil {
@@ -123,7 +121,7 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 		Description: "Find the task holding an external ID in a workspace, archived tasks included. The safest " +
 			"way to resume after an interruption: look up first and create only when this answers that no " +
 			"task was found. creation_complete is false while the task's creation is still running.",
-		Annotations: &mcp.ToolAnnotations{Title: "Find a task by external ID", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "Find a task by external ID", ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in externalIDInput) (tasks.LookupJSON, error) {
 		return t.tasks.Lookup(ctx, t.caller, in.WorkspaceID, in.ExternalID)
 	})
@@ -133,7 +131,7 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 		Description: "Free an external ID: the task keeps existing without it, and the next create_task with " +
 			"that ID makes a new task. Only for an identity that is deliberately abandoned; never as a " +
 			"reaction to creation_complete: false.",
-		Annotations: &mcp.ToolAnnotations{Title: "Release an external ID", IdempotentHint: false, DestructiveHint: ptr(true), OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "Release an external ID", IdempotentHint: false, DestructiveHint: new(true), OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in externalIDInput) (releaseOutput, error) {
 		err := t.tasks.Release(ctx, t.caller, in.WorkspaceID, in.ExternalID)
 		return releaseOutput{Released: err == nil}, err
@@ -143,7 +141,7 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 		Name: "list_tasks",
 		Description: "List a workspace's tasks, oldest first, a page at a time: pass next_cursor back as cursor " +
 			"for the next page (absent on the last one). Archived tasks only with include_archived.",
-		Annotations: &mcp.ToolAnnotations{Title: "List tasks", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "List tasks", ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in listTasksInput) (tasks.TaskListJSON, error) {
 		query := url.Values{}
 		setNonZero(query, "limit", in.Limit)
@@ -158,7 +156,7 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 		Name: "update_task",
 		Description: "Change a task: only the fields given change. The external ID cannot be changed (release " +
 			"it instead). Moving into a workflow step at its WIP limit is refused.",
-		Annotations: &mcp.ToolAnnotations{Title: "Update a task", IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "Update a task", IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in updateTaskInput) (tasks.TaskJSON, error) {
 		body := func() ([]byte, error) { return json.Marshal(in.taskPatch) }
 		return t.tasks.Update(ctx, t.caller, in.TaskID, body)
@@ -174,7 +172,7 @@ func (t toolset) addDeliveryTools(s *mcp.Server) {
 			"optional and they all apply together; page with next_cursor as for list_tasks. With " +
 			"error_contains a page may be short, even empty, and still have a next_cursor: keep going " +
 			"until it is absent.",
-		Annotations: &mcp.ToolAnnotations{Title: "List webhook deliveries", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "List webhook deliveries", ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in listDeliveriesInput) (inbox.DeliveryListJSON, error) {
 		query := url.Values{}
 		for name, value := range in.deliveryFilter.byName() {
@@ -191,7 +189,7 @@ func (t toolset) addDeliveryTools(s *mcp.Server) {
 			"that the filters match, with today's configuration; at least one filter is required. Queued, " +
 			"processing and retrying ones are skipped. Try dry_run first: it changes nothing and answers " +
 			"how many would be replayed. The answer shows the first 20 matched deliveries.",
-		Annotations: &mcp.ToolAnnotations{Title: "Replay webhook deliveries", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{Title: "Replay webhook deliveries", DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in replayDeliveriesInput) (inbox.ReplayResultJSON, error) {
 		f := in.deliveryFilter
 		return t.deliveries.ReplayMatchingJSON(ctx, inbox.ReplayRequest{Status: f.Status, Connection: f.Connection, Event: f.Event,
