@@ -80,11 +80,11 @@ func (q queries) countDeliveries(ctx context.Context, query string, since time.T
 func (q queries) DeliveryBacklogs(ctx context.Context) ([]store.ConnectionBacklog, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	// The predicate is idx_deliveries_due's, so the read stays within the
-	// pending deliveries however large the inbox.
+	// The predicate is idx_deliveries_due's (pendingStatuses), so the read
+	// stays within the pending deliveries however large the inbox.
 	rows, err := q.ex.Query(ctx, `SELECT connection_id, COUNT(*),
 		MIN(CASE WHEN status = 'queued' THEN received_at END)
-		FROM deliveries WHERE status IN ('queued', 'retrying', 'processing')
+		FROM deliveries WHERE `+pendingStatuses+`
 		GROUP BY connection_id ORDER BY connection_id`)
 	if err != nil {
 		return nil, q.wrap("delivery backlogs", err)
