@@ -228,13 +228,6 @@ func delay(attempt int, err error) time.Duration {
 	return d
 }
 
-// client is HTTPClient, its requests counted under provider in Metrics.
-func (p *Projector) client(provider string) *http.Client {
-	c := *p.HTTPClient
-	c.Transport = p.Metrics.ProviderTransport(provider, c.Transport)
-	return &c
-}
-
 // apiFetchers reads a PR/MR from its provider's API, keyed by the name of
 // each registered provider that has a projection.
 var apiFetchers = map[string]func(p *Projector, ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error){
@@ -250,7 +243,7 @@ func (p *Projector) fetch(ctx context.Context, conn config.Connection, row store
 }
 
 func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	client, err := providerapi.GitHubClient(p.client(conn.Provider), conn)
+	client, err := providerapi.GitHubClient(p.HTTPClient, p.Metrics, conn)
 	if err != nil {
 		return row, err
 	}
@@ -294,7 +287,7 @@ func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row
 }
 
 func (p *Projector) fetchGitLab(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	client, err := providerapi.GitLabClient(p.client(conn.Provider), conn)
+	client, err := providerapi.GitLabClient(p.HTTPClient, p.Metrics, conn)
 	if err != nil {
 		return row, err
 	}

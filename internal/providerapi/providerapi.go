@@ -1,5 +1,6 @@
 // Package providerapi builds the API clients of a connection's provider
-// (go-github, GitLab's client-go) from its configuration, and reads the
+// (go-github, GitLab's client-go) from its configuration, each counting its
+// requests in gateway_provider_api_requests_total, and reads the
 // waits providers impose (Retry-After, rate-limit resets). The projection
 // and missed-delivery recovery both call the provider APIs through it.
 package providerapi
@@ -14,18 +15,29 @@ import (
 	gh "github.com/google/go-github/v62/github"
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/metrics"
 )
 
 // MaxWait bounds a provider-imposed wait (a garbled Retry-After must not
 // park work for years).
 const MaxWait = 24 * time.Hour
 
-// GitHubClient is go-github's client for conn: api_url when set (used as
-// given), else GitHub Enterprise Server's https://<host>/api/v3/ for a host
-// other than github.com, else https://api.github.com/.
-func GitHubClient(hc *http.Client, conn config.Connection) (*gh.Client, error) {
-	client := gh.NewClient(hc).WithAuthToken(conn.APIToken)
+// counted is hc with each request to provider's API counted in m (nil: not
+// counted).
+func counted(hc *http.Client, m *metrics.Metrics, provider string) *http.Client {
+	c := *hc
+	c.Transport = m.ProviderTransport(provider, c.Transport)
+	return &c
+}
+
+// GitHubClient is go-github's client for conn over hc, its requests
+// counted in m: api_url when set (used as given), else GitHub Enterprise
+// Server's https://<host>/api/v3/ for a host other than github.com, else
+// https://api.github.com/.
+func GitHubClient(hc *http.Client, m *metrics.Metrics, conn config.Connection) (*gh.Client, error) {
+	client := gh.NewClient(counted(hc, m, connectors.ProviderGitHub)).WithAuthToken(conn.APIToken)
 	switch {
 	case conn.APIURL != "":
 		var err error
@@ -46,15 +58,16 @@ func GitHubClient(hc *http.Client, conn config.Connection) (*gh.Client, error) {
 	return client, nil
 }
 
-// GitLabClient is client-go's client for conn: api_url when set, else
-// https://<host>/api/v4. Its own retries are off: callers wait as the
-// provider asks, with their own backoff.
-func GitLabClient(hc *http.Client, conn config.Connection) (*gitlab.Client, error) {
+// GitLabClient is client-go's client for conn over hc, its requests
+// counted in m: api_url when set, else https://<host>/api/v4. Its own
+// retries are off: callers wait as the provider asks, with their own
+// backoff.
+func GitLabClient(hc *http.Client, m *metrics.Metrics, conn config.Connection) (*gitlab.Client, error) {
 	base := conn.APIURL
 	if base == "" {
 		base = "https://" + conn.Host + "/api/v4"
 	}
-	return gitlab.NewClient(conn.APIToken, gitlab.WithHTTPClient(hc), gitlab.WithoutRetries(), gitlab.WithBaseURL(base))
+	return gitlab.NewClient(conn.APIToken, gitlab.WithHTTPClient(counted(hc, m, connectors.ProviderGitLab)), gitlab.WithoutRetries(), gitlab.WithBaseURL(base))
 }
 
 // WaitHeader is the wait a provider asked for: Retry-After (seconds or an

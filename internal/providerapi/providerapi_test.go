@@ -55,7 +55,7 @@ func TestGitHubClientBaseURL(t *testing.T) {
 		{"github.com", "http://127.0.0.1:8080/", "http://127.0.0.1:8080/"},
 	}
 	for _, tc := range tests {
-		c, err := GitHubClient(http.DefaultClient, config.Connection{Host: tc.host, APIURL: tc.apiBaseURL, APIToken: "x"})
+		c, err := GitHubClient(http.DefaultClient, nil, config.Connection{Host: tc.host, APIURL: tc.apiBaseURL, APIToken: "x"})
 		if err != nil {
 			t.Fatalf("GitHubClient(%q, %q): %v", tc.host, tc.apiBaseURL, err)
 		}

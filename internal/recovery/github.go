@@ -9,7 +9,6 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
-	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/providerapi"
 )
@@ -22,7 +21,7 @@ type githubAPI struct {
 }
 
 func newGitHubAPI(r *Recoverer, conn config.Connection) (hookAPI, error) {
-	client, err := providerapi.GitHubClient(r.client(connectors.ProviderGitHub), conn)
+	client, err := providerapi.GitHubClient(r.HTTPClient, r.Metrics, conn)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ type gitlabAPI struct {
 }
 
 func newGitLabAPI(r *Recoverer, conn config.Connection) (hookAPI, error) {
-	client, err := providerapi.GitLabClient(r.client(connectors.ProviderGitLab), conn)
+	client, err := providerapi.GitLabClient(r.HTTPClient, r.Metrics, conn)
 	if err != nil {
 		return nil, err
 	}

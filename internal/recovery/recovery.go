@@ -159,14 +159,6 @@ func New(st Store, conns func(id string) (config.Connection, bool), logger *slog
 		}}
 }
 
-// client is the HTTP client for provider's API, counting each request in
-// gateway_provider_api_requests_total.
-func (r *Recoverer) client(provider string) *http.Client {
-	c := *r.HTTPClient
-	c.Transport = r.Metrics.ProviderTransport(provider, c.Transport)
-	return &c
-}
-
 // Recoverable says why the connection cannot be recovered (unknown, of a
 // provider that retries by itself, without api_token or hooks), nil when
 // it can: the console shows it before anyone asks.
