@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/trackergateway/gateway/internal/httpapi"
-	"github.com/trackergateway/gateway/internal/store"
 )
 
 //go:embed templates/*.html
@@ -109,13 +108,12 @@ const timeLayout = "2006-01-02 15:04:05 UTC"
 
 func (c *Console) templateFuncs() template.FuncMap {
 	return template.FuncMap{
-		"utc":      func(t time.Time) string { return t.UTC().Format(timeLayout) },
-		"rfc3339":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"ago":      func(t time.Time) string { return relative(c.now().Sub(t)) },
-		"age":      func(t time.Time) string { return duration(c.now().Sub(t)) },
-		"deref":    func(t *time.Time) time.Time { return *t },
-		"query":    func(v url.Values) template.URL { return template.URL(v.Encode()) },
-		"statuses": func() []string { return store.DeliveryStatuses },
+		"utc":     func(t time.Time) string { return t.UTC().Format(timeLayout) },
+		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"ago":     func(t time.Time) string { return relative(c.now().Sub(t)) },
+		"age":     func(t time.Time) string { return duration(c.now().Sub(t)) },
+		"deref":   func(t *time.Time) time.Time { return *t },
+		"query":   func(v url.Values) template.URL { return template.URL(v.Encode()) },
 	}
 }
 
