@@ -61,9 +61,7 @@ func newChart(start time.Time, counts []store.DeliveryCount) chart {
 			c.Statuses = append(c.Statuses, n.Status)
 		}
 	}
-	slices.SortFunc(c.Statuses, func(a, b string) int {
-		return slices.Index(store.DeliveryStatuses, a) - slices.Index(store.DeliveryStatuses, b)
-	})
+	slices.SortFunc(c.Statuses, byStatusOrder)
 	for _, m := range perMinute {
 		var sum int64
 		for _, n := range m {

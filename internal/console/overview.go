@@ -37,16 +37,19 @@ type statusCounts struct {
 
 func (s *statusCounts) add(status string, n int64) {
 	s.Total += n
-	for i := range s.ByStatus {
-		if s.ByStatus[i].Status == status {
-			s.ByStatus[i].Count += n
-			return
-		}
-	}
-	s.ByStatus = append(s.ByStatus, statusCount{Status: status, Count: n})
-	slices.SortFunc(s.ByStatus, func(a, b statusCount) int {
-		return slices.Index(store.DeliveryStatuses, a.Status) - slices.Index(store.DeliveryStatuses, b.Status)
+	i, found := slices.BinarySearchFunc(s.ByStatus, status, func(c statusCount, status string) int {
+		return byStatusOrder(c.Status, status)
 	})
+	if found {
+		s.ByStatus[i].Count += n
+		return
+	}
+	s.ByStatus = slices.Insert(s.ByStatus, i, statusCount{Status: status, Count: n})
+}
+
+// byStatusOrder orders statuses as store.DeliveryStatuses lists them.
+func byStatusOrder(a, b string) int {
+	return slices.Index(store.DeliveryStatuses, a) - slices.Index(store.DeliveryStatuses, b)
 }
 
 type overviewPage struct {
