@@ -28,6 +28,8 @@ type filterForm struct {
 	Connections []string
 	Filter      store.DeliveryFilter
 	Error       string
+	// err is the error Error shows, for a post to fail with.
+	err error
 }
 
 // Empty reports whether no filter is set.
@@ -44,7 +46,7 @@ func (c *Console) readFilterForm(values url.Values) filterForm {
 	}
 	filter, err := inbox.ParseFilter(f.Values.Get)
 	if err != nil {
-		f.Error = failure.MessageOf(err)
+		f.Error, f.err = failure.MessageOf(err), err
 		return f
 	}
 	f.Filter = filter
@@ -205,8 +207,8 @@ func (c *Console) BulkReplayPage(w http.ResponseWriter, r *http.Request) {
 // filters again with what was done.
 func (c *Console) BulkReplay(w http.ResponseWriter, r *http.Request) {
 	form := c.readFilterForm(r.PostForm)
-	if form.Error != "" {
-		c.fail(w, r, failure.New(failure.Invalid, "%s", form.Error))
+	if form.err != nil {
+		c.fail(w, r, form.err)
 		return
 	}
 	max, err := readMax(r.PostForm)
