@@ -175,9 +175,6 @@ const (
 	MaxPageSize     = 1000
 )
 
-// PageLimit parses a list's ?limit=.
-func PageLimit(r *http.Request) (int, error) { return ParsePageLimit(r.URL.Query().Get("limit")) }
-
 // ParsePageLimit parses a list's limit as the query gives it ("" is the
 // default).
 func ParsePageLimit(v string) (int, error) {

@@ -61,11 +61,11 @@ func (s *Suppressions) serve(w http.ResponseWriter, r *http.Request, fn func(w h
 }
 
 func (s *Suppressions) list(w http.ResponseWriter, r *http.Request) error {
-	limit, err := httpapi.PageLimit(r)
+	q := r.URL.Query()
+	limit, err := httpapi.ParsePageLimit(q.Get("limit"))
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
 	ws, err := httpapi.QueryText(q, "workspace_id")
 	if err != nil {
 		return err
