@@ -44,12 +44,15 @@ func (c *Console) Suppressions(w http.ResponseWriter, r *http.Request) {
 // ClearSuppression clears one suppression (form: workspace_id,
 // external_id), so the next delivery for its entity is processed.
 func (c *Console) ClearSuppression(w http.ResponseWriter, r *http.Request) {
-	ws, ext := r.PostForm.Get("workspace_id"), r.PostForm.Get("external_id")
-	for name, v := range map[string]string{"workspace_id": ws, "external_id": ext} {
-		if err := httpapi.CheckText(name, v); err != nil {
-			c.fail(w, r, err)
-			return
-		}
+	ws, err := httpapi.QueryText(r.PostForm, "workspace_id")
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	ext, err := httpapi.QueryText(r.PostForm, "external_id")
+	if err != nil {
+		c.fail(w, r, err)
+		return
 	}
 	if err := c.d.Suppressions.Clear(r.Context(), ws, ext); err != nil {
 		c.fail(w, r, err)
