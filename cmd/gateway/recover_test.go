@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/trackergateway/gateway/connectors/github"
 )
 
 // missedGitHub is a GitHub API holding one repository hook's deliveries.
@@ -37,22 +35,22 @@ func newMissedGitHub(t *testing.T) *missedGitHub {
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		hook := fmt.Sprintf("/repos/acme/api/hooks/%d/deliveries", recoverHookID)
+		deliveries := fmt.Sprintf("/repos/acme/api/hooks/%d/deliveries", recoverHookID)
 		switch {
 		case r.Header.Get("Authorization") != "Bearer "+recoverToken:
 			w.WriteHeader(http.StatusUnauthorized)
-		case r.Method == http.MethodGet && r.URL.Path == hook:
+		case r.Method == http.MethodGet && r.URL.Path == deliveries:
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(m.list)
-		case r.Method == http.MethodGet && r.URL.Path == strings.TrimSuffix(hook, "/deliveries"):
+		case r.Method == http.MethodGet && r.URL.Path == strings.TrimSuffix(deliveries, "/deliveries"):
 			// The hook, switched off by someone after it kept failing.
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = fmt.Fprintf(w, `{"type":"Repository","id":%d,"name":"web","active":false,"events":["issues","pull_request"],
 				"config":{"content_type":"json","url":"%s/webhooks/github"},
 				"last_response":{"code":503,"status":"failed","message":"Service Unavailable"}}`, recoverHookID, m.gateway)
-		case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, hook+"/"):
+		case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, deliveries+"/"):
 			var id int64
-			_, _ = fmt.Sscanf(strings.TrimPrefix(r.URL.Path, hook+"/"), "%d/attempts", &id)
+			_, _ = fmt.Sscanf(strings.TrimPrefix(r.URL.Path, deliveries+"/"), "%d/attempts", &id)
 			m.asked++
 			var guid string
 			for _, d := range m.list {
@@ -60,21 +58,10 @@ func newMissedGitHub(t *testing.T) *missedGitHub {
 					guid = d["guid"].(string)
 				}
 			}
-			hd := http.Header{}
-			hd.Set("Content-Type", "application/json")
-			hd.Set("X-GitHub-Event", "issues")
-			hd.Set("X-GitHub-Delivery", guid)
+			h := hook{Conn: "github", Event: "issues", Body: m.bodies[id], Key: guid}
+			hd := h.header(githubSecret)
 			hd.Set("X-GitHub-Hook-ID", fmt.Sprint(recoverHookID))
-			github.Adapter{}.Sign(hd, m.bodies[id], []byte(githubSecret))
-			req, _ := http.NewRequest(http.MethodPost, m.gateway+"/webhooks/github", strings.NewReader(string(m.bodies[id])))
-			req.Header = hd
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != http.StatusAccepted {
-				t.Errorf("redelivery to the gateway: %v %v", resp, err)
-			}
-			if resp != nil {
-				resp.Body.Close()
-			}
+			sendAgain(t, m.gateway, h, hd)
 			w.WriteHeader(http.StatusAccepted)
 			_, _ = w.Write([]byte(`{}`))
 		default:
@@ -83,6 +70,20 @@ func newMissedGitHub(t *testing.T) *missedGitHub {
 	}))
 	t.Cleanup(m.srv.Close)
 	return m
+}
+
+// sendAgain posts a provider's redelivery of h with header hd to the
+// gateway's webhook path, which must accept it.
+func sendAgain(t *testing.T, gateway string, h hook, hd http.Header) {
+	req, _ := http.NewRequest(http.MethodPost, gateway+"/webhooks/"+h.Conn, strings.NewReader(string(h.Body)))
+	req.Header = hd
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Errorf("redelivery to the gateway: %v %v", resp, err)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
 }
 
 // add lists a delivery attempt of body, answered with code.
@@ -139,7 +140,6 @@ func TestRecoverMissedDelivery(t *testing.T) {
 		received := githubIssueOpened(t, 7001, 1, "Received while GitHub timed out")
 		hd := hook{Conn: "github", Event: "issues", Body: received, Key: "guid-received"}.header(githubSecret)
 		hd.Set("X-GitHub-Hook-ID", fmt.Sprint(recoverHookID))
-		github.Adapter{}.Sign(hd, received, []byte(githubSecret))
 		if status, body, err := g.postWebhook("github", hd, received); err != nil || status != http.StatusAccepted {
 			t.Fatalf("post = %d %s %v", status, body, err)
 		}
@@ -267,17 +267,10 @@ func newMissedGitLab(t *testing.T) *missedGitLab {
 					key = e["request_headers"].(map[string]string)["Idempotency-Key"]
 				}
 			}
-			h := hook{Conn: "gitlab", Event: "Issue Hook", Body: m.bodies[id], Key: key}.header(gitlabSecret)
-			h.Set("Content-Type", "application/json")
-			req, _ := http.NewRequest(http.MethodPost, m.gateway+"/webhooks/gitlab", strings.NewReader(string(m.bodies[id])))
-			req.Header = h
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != http.StatusAccepted {
-				t.Errorf("resend to the gateway: %v %v", resp, err)
-			}
-			if resp != nil {
-				resp.Body.Close()
-			}
+			h := hook{Conn: "gitlab", Event: "Issue Hook", Body: m.bodies[id], Key: key}
+			hd := h.header(gitlabSecret)
+			hd.Set("Content-Type", "application/json")
+			sendAgain(t, m.gateway, h, hd)
 			w.WriteHeader(http.StatusCreated)
 			_, _ = w.Write([]byte(`{}`))
 		default:
