@@ -345,17 +345,24 @@ func (q queries) ClaimDeliveries(ctx context.Context, owner string, now time.Tim
 	return out, q.loadContent(ctx, out)
 }
 
+// inList is "$first, …" for n placeholders numbered from first.
+func inList(first, n int) string {
+	marks := make([]string, n)
+	for i := range marks {
+		marks[i] = fmt.Sprintf("$%d", first+i)
+	}
+	return strings.Join(marks, ", ")
+}
+
 // loadContent fills headers and body of claimed deliveries in one query.
 func (q queries) loadContent(ctx context.Context, ds []store.Delivery) error {
 	args := make([]any, len(ds))
-	marks := make([]string, len(ds))
 	byID := make(map[string]*store.Delivery, len(ds))
 	for i := range ds {
 		args[i] = ds[i].ID
-		marks[i] = fmt.Sprintf("$%d", i+1)
 		byID[ds[i].ID] = &ds[i]
 	}
-	rows, err := q.ex.Query(ctx, `SELECT id, `+deliveryContentColumns+` FROM deliveries WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	rows, err := q.ex.Query(ctx, `SELECT id, `+deliveryContentColumns+` FROM deliveries WHERE id IN (`+inList(1, len(ds))+`)`, args...)
 	if err != nil {
 		return q.wrap("read claimed deliveries", err)
 	}
@@ -534,11 +541,7 @@ func (q queries) requeueIDs(ctx context.Context, now time.Time, ids []string) (i
 // RequeueBatchStatement is the UPDATE that requeues a batch of n ids ($2
 // to $n+1; $1 is now). Exported for the test of its plan.
 func RequeueBatchStatement(n int) string {
-	marks := make([]string, n)
-	for i := range marks {
-		marks[i] = fmt.Sprintf("$%d", i+2)
-	}
-	return requeueDeliveries + `id IN (` + strings.Join(marks, ", ") + `)`
+	return requeueDeliveries + `id IN (` + inList(2, n) + `)`
 }
 
 // deliveriesByID reads the summaries of ids, in the order given.
@@ -549,11 +552,10 @@ func (q queries) deliveriesByID(ctx context.Context, ids []string) ([]store.Deli
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	args := make([]any, len(ids))
-	marks := make([]string, len(ids))
 	for i, id := range ids {
-		args[i], marks[i] = id, fmt.Sprintf("$%d", i+1)
+		args[i] = id
 	}
-	rows, err := q.ex.Query(ctx, `SELECT `+deliverySummaryColumns+` FROM deliveries WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	rows, err := q.ex.Query(ctx, `SELECT `+deliverySummaryColumns+` FROM deliveries WHERE id IN (`+inList(1, len(ids))+`)`, args...)
 	if err != nil {
 		return nil, q.wrap("read deliveries", err)
 	}

@@ -3,23 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"strings"
 
 	"github.com/trackergateway/gateway/internal/store"
 )
 
 // keysPerStatement bounds the placeholders of one IN list.
 const keysPerStatement = 200
-
-// inList is "$first, …" for n placeholders numbered from first.
-func inList(first, n int) string {
-	marks := make([]string, n)
-	for i := range marks {
-		marks[i] = fmt.Sprintf("$%d", first+i)
-	}
-	return strings.Join(marks, ", ")
-}
 
 // HeldDeliveryKeys looks the keys up through uniq_deliveries_key
 // (connection_id, delivery_key), the index every receipt already writes.

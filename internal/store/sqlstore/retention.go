@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -27,15 +26,13 @@ func expiredDeliveries(statuses []string, finishedBefore time.Time) (string, []a
 		return "", nil, fmt.Errorf("expired deliveries: no status given")
 	}
 	args := []any{finishedBefore}
-	marks := make([]string, len(statuses))
-	for i, s := range statuses {
+	for _, s := range statuses {
 		if !slices.Contains(store.ProcessedStatuses, s) && !slices.Contains(store.FailedStatuses, s) {
 			return "", nil, fmt.Errorf("expired deliveries: status %q has not finished", s)
 		}
 		args = append(args, s)
-		marks[i] = fmt.Sprintf("$%d", len(args))
 	}
-	return finishedPredicate + ` AND status IN (` + strings.Join(marks, ", ") + `) AND processed_at < $1`, args, nil
+	return finishedPredicate + ` AND status IN (` + inList(2, len(statuses)) + `) AND processed_at < $1`, args, nil
 }
 
 func (q queries) CountExpiredDeliveries(ctx context.Context, statuses []string, finishedBefore time.Time) (int64, error) {
