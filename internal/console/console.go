@@ -61,6 +61,7 @@ type Tasks interface {
 	VisibleTask(ctx context.Context, p httpapi.Principal, id string) (store.Task, error)
 	TaskPage(ctx context.Context, page store.TaskPage, limit int, cursor string) ([]store.Task, string, error)
 	Contributions(ctx context.Context, taskID string) ([]tasks.Contribution, error)
+	ContributionsOf(ctx context.Context, taskIDs []string) (map[string][]tasks.Contribution, error)
 }
 
 // Recovery is missed-delivery recovery (recovery.Recoverer).

@@ -44,13 +44,18 @@ func (c *Console) WorkspaceTasks(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	// One read for the page's PRs/MRs, not one per task.
+	byTask, err := c.d.Tasks.ContributionsOf(ctx, ids)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
 	for _, t := range ts {
-		cs, err := c.d.Tasks.Contributions(ctx, t.ID)
-		if err != nil {
-			c.fail(w, r, err)
-			return
-		}
-		page.Tasks = append(page.Tasks, taskRow{Task: t, Contributions: cs})
+		page.Tasks = append(page.Tasks, taskRow{Task: t, Contributions: byTask[t.ID]})
 	}
 	if next != "" {
 		page.Next = url.Values{"cursor": {next}}

@@ -50,7 +50,7 @@ type Reader interface {
 	GetAssociation(ctx context.Context, provider, connectionID, contributionID string) (store.Association, error)
 	FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (store.Task, error)
 	UpsertProjection(ctx context.Context, p store.Projection) error
-	ListProjectionsForTask(ctx context.Context, taskID string) ([]store.Projection, error)
+	ListProjectionsForTasks(ctx context.Context, taskIDs ...string) ([]store.Projection, error)
 }
 
 // Applier implements inbox.Processor.

@@ -162,7 +162,7 @@ func (a *Applier) project(ctx context.Context, conn config.Connection, c *connec
 		// A refresh waiting out a provider-imposed delay (Retry-After, a
 		// rate-limit reset, backoff) keeps its schedule: a webhook must not
 		// make the projector call the API again before it may.
-		rows, err := a.st.ListProjectionsForTask(ctx, taskID)
+		rows, err := a.st.ListProjectionsForTasks(ctx, taskID)
 		if err != nil {
 			return fmt.Errorf("project contribution: %w", err)
 		}

@@ -298,7 +298,7 @@ func (e *env) associations(taskID string) []store.Association {
 
 func (e *env) projections(taskID string) []store.Projection {
 	e.t.Helper()
-	ps, err := e.st.ListProjectionsForTask(context.Background(), taskID)
+	ps, err := e.st.ListProjectionsForTasks(context.Background(), taskID)
 	if err != nil {
 		e.t.Fatalf("list projections: %v", err)
 	}

@@ -257,7 +257,7 @@ func (e *env) runOnce() {
 // row returns the task's only projection row.
 func (e *env) row(taskID string) store.Projection {
 	e.t.Helper()
-	rows, err := e.st.ListProjectionsForTask(context.Background(), taskID)
+	rows, err := e.st.ListProjectionsForTasks(context.Background(), taskID)
 	if err != nil {
 		e.t.Fatalf("list projections: %v", err)
 	}
@@ -269,7 +269,7 @@ func (e *env) row(taskID string) store.Projection {
 
 func (e *env) rows(taskID string) []store.Projection {
 	e.t.Helper()
-	rows, err := e.st.ListProjectionsForTask(context.Background(), taskID)
+	rows, err := e.st.ListProjectionsForTasks(context.Background(), taskID)
 	if err != nil {
 		e.t.Fatalf("list projections: %v", err)
 	}

@@ -51,13 +51,14 @@ func New(st store.Store, conns func(string) (config.Connection, bool), logger *s
 		HTTPClient: &http.Client{Timeout: 20 * time.Second}, Interval: 2 * time.Second}
 }
 
-// Contributions lists the PR/MRs linked to a task with their projection.
-func (p *Projector) Contributions(ctx context.Context, taskID string) ([]tasks.Contribution, error) {
-	rows, err := p.st.ListProjectionsForTask(ctx, taskID)
+// ContributionsOf returns the linked PRs/MRs of each of taskIDs, by task ID
+// (a task with none is absent), in one read per provider table.
+func (p *Projector) ContributionsOf(ctx context.Context, taskIDs []string) (map[string][]tasks.Contribution, error) {
+	rows, err := p.st.ListProjectionsForTasks(ctx, taskIDs...)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]tasks.Contribution, 0, len(rows))
+	out := make(map[string][]tasks.Contribution, len(taskIDs))
 	for _, r := range rows {
 		kind := connectors.KindPullRequest
 		if p, ok := providers.Lookup(r.Provider); ok && p.Projection != nil {
@@ -67,7 +68,7 @@ func (p *Projector) Contributions(ctx context.Context, taskID string) ([]tasks.C
 		if r.Merged {
 			state = "merged"
 		}
-		out = append(out, tasks.Contribution{Provider: r.Provider, Kind: kind, Repository: r.Repository, Number: r.Number,
+		out[r.TaskID] = append(out[r.TaskID], tasks.Contribution{Provider: r.Provider, Kind: kind, Repository: r.Repository, Number: r.Number,
 			URL: r.URL, Title: r.Title, State: state, Draft: r.Draft, MergedAt: r.MergedAt, HeadBranch: r.HeadBranch,
 			BaseBranch: r.BaseBranch, HeadSHA: r.HeadSHA, Author: r.Author, UpdatedAt: r.ProviderUpdatedAt,
 			LastSyncedAt: r.LastSyncedAt})
@@ -118,7 +119,7 @@ func (p *Projector) consumeOutbox(ctx context.Context) error {
 	}
 	for _, ev := range events {
 		if ev.Type == store.EventTaskCreated {
-			rows, err := p.st.ListProjectionsForTask(ctx, ev.TaskID)
+			rows, err := p.st.ListProjectionsForTasks(ctx, ev.TaskID)
 			if err != nil {
 				return err
 			}

@@ -135,10 +135,11 @@ func TestRefreshAfterTaskCreated(t *testing.T) {
 				}
 
 				// The Contributions JSON of the task.
-				cs, err := e.proj.Contributions(context.Background(), task.ID)
+				byTask, err := e.proj.ContributionsOf(context.Background(), []string{task.ID})
 				if err != nil {
 					t.Fatal(err)
 				}
+				cs := byTask[task.ID]
 				if len(cs) != 1 {
 					t.Fatalf("contributions = %d, want 1", len(cs))
 				}

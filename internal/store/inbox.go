@@ -253,7 +253,10 @@ type ProjectionQueries interface {
 	// UpsertProjection writes p unless the stored row has a newer
 	// provider_updated_at (stale payloads never overwrite fresher data).
 	UpsertProjection(ctx context.Context, p Projection) error
-	ListProjectionsForTask(ctx context.Context, taskID string) ([]Projection, error)
+	// ListProjectionsForTasks returns the rows of the given tasks, each
+	// provider's ordered by repository and number (one query per provider,
+	// however many tasks).
+	ListProjectionsForTasks(ctx context.Context, taskIDs ...string) ([]Projection, error)
 	// ListProjectionsDue returns rows whose next_sync_at <= now.
 	ListProjectionsDue(ctx context.Context, now time.Time, limit int) ([]Projection, error)
 	// UpdateProjectionSync records a refresh attempt's bookkeeping.

@@ -25,9 +25,10 @@ type Creator interface {
 	ReleaseExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error)
 }
 
-// ContributionLister lists a task's linked PRs/MRs (the provider projection).
+// ContributionLister lists tasks' linked PRs/MRs (the provider projection),
+// by task ID.
 type ContributionLister interface {
-	Contributions(ctx context.Context, taskID string) ([]Contribution, error)
+	ContributionsOf(ctx context.Context, taskIDs []string) (map[string][]Contribution, error)
 }
 
 // API serves the task and workspace routes: its exported methods are the
@@ -277,14 +278,20 @@ func (a *API) ListContributions(w http.ResponseWriter, r *http.Request) {
 
 // Contributions lists the PRs/MRs linked to a task (never nil).
 func (a *API) Contributions(ctx context.Context, taskID string) ([]Contribution, error) {
-	if a.contribs == nil {
-		return []Contribution{}, nil
-	}
-	out, err := a.contribs.Contributions(ctx, taskID)
-	if err != nil || out == nil {
+	byTask, err := a.ContributionsOf(ctx, []string{taskID})
+	if err != nil || byTask[taskID] == nil {
 		return []Contribution{}, err
 	}
-	return out, nil
+	return byTask[taskID], nil
+}
+
+// ContributionsOf lists the PRs/MRs linked to each of taskIDs in one read,
+// by task ID (a task with none is absent).
+func (a *API) ContributionsOf(ctx context.Context, taskIDs []string) (map[string][]Contribution, error) {
+	if a.contribs == nil {
+		return map[string][]Contribution{}, nil
+	}
+	return a.contribs.ContributionsOf(ctx, taskIDs)
 }
 
 func decodeCursor(c string) (time.Time, string, error) {

@@ -83,10 +83,17 @@ func (q queries) listProjections(ctx context.Context, where string, args ...any)
 	return out, nil
 }
 
-func (q queries) ListProjectionsForTask(ctx context.Context, taskID string) ([]store.Projection, error) {
+func (q queries) ListProjectionsForTasks(ctx context.Context, taskIDs ...string) ([]store.Projection, error) {
+	if len(taskIDs) == 0 {
+		return nil, nil
+	}
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	return q.listProjections(ctx, `task_id = $1 ORDER BY repository, number`, taskID)
+	args := make([]any, len(taskIDs))
+	for i, id := range taskIDs {
+		args[i] = id
+	}
+	return q.listProjections(ctx, `task_id IN (`+inList(1, len(taskIDs))+`) ORDER BY repository, number`, args...)
 }
 
 func (q queries) ListProjectionsDue(ctx context.Context, now time.Time, limit int) ([]store.Projection, error) {

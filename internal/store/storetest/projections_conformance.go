@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,44 @@ import (
 var projectionTests = []contractTest{
 	{name: "projection ignores stale payloads", fn: testProjectionStale},
 	{name: "refresh bookkeeping is recorded and read back", fn: testProjectionSync},
+	{name: "the projections of several tasks are read at once", fn: testProjectionsForTasks},
+}
+
+// testProjectionsForTasks: one read returns the rows of exactly the tasks
+// named, from every provider's table; naming none reads nothing.
+func testProjectionsForTasks(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	var ids []string
+	for i := range 3 {
+		task := newTask("ws", "", i+1)
+		must(t, s.InsertTask(ctx, task))
+		ids = append(ids, task.ID)
+	}
+	for i, p := range []store.Projection{
+		{Provider: "github", TaskID: ids[0], ConnectionID: "gh", Repository: "o/r", Number: 1},
+		{Provider: "gitlab", TaskID: ids[0], ConnectionID: "gl", Repository: "g/p", Number: 2},
+		{Provider: "github", TaskID: ids[1], ConnectionID: "gh", Repository: "o/r", Number: 3},
+		{Provider: "github", TaskID: ids[2], ConnectionID: "gh", Repository: "o/r", Number: 4},
+	} {
+		p.ProviderID, p.Title, p.State = int64(i+1), "t", "open"
+		must(t, s.UpsertProjection(ctx, p))
+	}
+	got, err := s.ListProjectionsForTasks(ctx, ids[0], ids[1])
+	must(t, err)
+	var names []string
+	for _, p := range got {
+		names = append(names, fmt.Sprintf("%s/%d", p.Provider, p.Number))
+	}
+	slices.Sort(names)
+	if want := []string{"github/1", "github/3", "gitlab/2"}; !slices.Equal(names, want) {
+		t.Errorf("projections of two tasks = %v, want %v", names, want)
+	}
+	none, err := s.ListProjectionsForTasks(ctx)
+	must(t, err)
+	if len(none) != 0 {
+		t.Errorf("projections of no task = %+v, want none", none)
+	}
 }
 
 func testProjectionStale(t *testing.T, s store.Store) {
@@ -25,7 +64,7 @@ func testProjectionStale(t *testing.T, s store.Store) {
 	must(t, s.UpsertProjection(ctx, p))
 	p.Title, p.ProviderUpdatedAt = "old", &older
 	must(t, s.UpsertProjection(ctx, p))
-	got, err := s.ListProjectionsForTask(ctx, task.ID)
+	got, err := s.ListProjectionsForTasks(ctx, task.ID)
 	must(t, err)
 	if len(got) != 1 || got[0].Title != "new" {
 		t.Errorf("projection = %+v", got)
@@ -80,7 +119,7 @@ func testProjectionSync(t *testing.T, s store.Store) {
 	if got := due(later); !slices.Equal(got, []string{"gitlab/g/p"}) {
 		t.Errorf("due after the refresh was rescheduled = %q, want only the merge request", got)
 	}
-	ps, err := s.ListProjectionsForTask(ctx, task.ID)
+	ps, err := s.ListProjectionsForTasks(ctx, task.ID)
 	must(t, err)
 	var got *store.Projection
 	for i := range ps {
