@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/providerapi"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
 	"github.com/trackergateway/gateway/internal/store/storetest"
 )
@@ -27,7 +28,7 @@ func TestRefreshCountsProviderAPIRequests(t *testing.T) {
 				task := e.createTask(x.c, x.conn)
 				e.upsert(payloadRow(x.c, task.ID, x.conn))
 				e.runOnce() // refused: 502, retried later
-				e.clock.Advance(maxProviderWait)
+				e.clock.Advance(providerapi.MaxWait)
 				e.runOnce() // 200
 
 				got := map[string]float64{}

@@ -207,9 +207,6 @@ func syncError(err error, token string) string {
 	return msg
 }
 
-// maxProviderWait bounds a provider-imposed wait.
-const maxProviderWait = providerapi.MaxWait
-
 // delay is exponential backoff (cenkalti/backoff: 2s, ×1.5, at most 10
 // minutes, no jitter) for the n-th consecutive failure, raised to what the
 // provider asked for (Retry-After, rate-limit reset).
@@ -224,7 +221,7 @@ func delay(attempt int, err error) time.Duration {
 	}
 	var ra *retryAfter
 	if errors.As(err, &ra) && ra.wait > d {
-		d = min(ra.wait, maxProviderWait)
+		d = min(ra.wait, providerapi.MaxWait)
 	}
 	return d
 }
