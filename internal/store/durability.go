@@ -22,3 +22,25 @@ func DeferredSync(ctx context.Context) bool {
 	v, _ := ctx.Value(deferredSyncKey{}).(bool)
 	return v
 }
+
+type sharedCommitKey struct{}
+
+// WithSharedCommit lets ctx's transactions share one commit with the
+// concurrent transactions of other goroutines that carry it (the workers'
+// processing): the store runs them one after another inside a single
+// database transaction, so a burst of deliveries pays one commit per group
+// instead of one per transaction. Each transaction keeps its own boundary
+// towards its caller: InTx returns only once the shared transaction has
+// committed, and a transaction whose fn fails is rolled back with the group
+// and then run again alone, so its failure never fails the others. fn may
+// therefore run more than once and must set, not accumulate, what it hands
+// out. Writes acknowledged to a caller never carry it.
+func WithSharedCommit(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sharedCommitKey{}, true)
+}
+
+// SharedCommit reports whether ctx carries WithSharedCommit.
+func SharedCommit(ctx context.Context) bool {
+	v, _ := ctx.Value(sharedCommitKey{}).(bool)
+	return v
+}

@@ -102,6 +102,11 @@ func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
 func (d *Driver) Dialect() string { return store.DialectPostgres }
 
+// SharedCommitGroups: shared transactions run on this many connections at
+// once (sqlstore.GroupLimiter), so processing keeps the server's cores busy
+// while each group saves the commits of its members.
+func (d *Driver) SharedCommitGroups() int { return 4 }
+
 // ForUpdate locks rows as FOR NO KEY UPDATE: the protocols never change a
 // key, and unlike FOR UPDATE it does not block the FOR KEY SHARE locks that
 // foreign-key checks take (inserting a task must not wait for a create that

@@ -23,13 +23,14 @@ type Store struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
+	shared  *committer
 }
 
 var _ store.Store = (*Store)(nil)
 
 // New wraps a driver.
 func New(d Driver) *Store {
-	return &Store{queries: queries{ex: d, d: d}, driver: d, waiters: map[string]chan struct{}{}}
+	return &Store{queries: queries{ex: d, d: d}, driver: d, waiters: map[string]chan struct{}{}, shared: newCommitter(d)}
 }
 
 // Driver returns the underlying driver (tests, benchmarks).
@@ -73,8 +74,17 @@ func (s *Store) ProbeDurableWrite(ctx context.Context, at time.Time) error {
 	return nil
 }
 
-// InTx runs fn in one transaction; a panic or error rolls it back.
-func (s *Store) InTx(ctx context.Context, fn func(tx store.Queries) error) (err error) {
+// InTx runs fn in one transaction; a panic or error rolls it back. With
+// store.WithSharedCommit the transaction may share its commit with
+// concurrent ones (sharedcommit.go).
+func (s *Store) InTx(ctx context.Context, fn func(tx store.Queries) error) error {
+	if store.SharedCommit(ctx) {
+		return s.inSharedTx(ctx, fn)
+	}
+	return s.inTx(ctx, fn)
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) (err error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	tx, err := s.driver.Begin(ctx)

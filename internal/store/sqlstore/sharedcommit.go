@@ -1,0 +1,179 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// Shared commits (store.WithSharedCommit): the transactions of concurrent
+// goroutines run one after another inside one database transaction and
+// commit together. A burst of deliveries then costs one BEGIN/COMMIT (and,
+// on SQLite, one write of every page the group dirtied) per group rather
+// than per transaction, which is where processing spent most of its time.
+//
+// There is no timer: the first transaction to arrive while a group slot is
+// free runs at once, alone; those that arrive while it runs queue, and the
+// next group takes all of them. Under light load nothing waits; under a
+// burst the groups grow by themselves.
+
+// maxGroupMembers bounds a group, so one commit never holds the writer (or
+// PostgreSQL's row locks) for long.
+const maxGroupMembers = 64
+
+// GroupLimiter is implemented by drivers that can run more than one shared
+// transaction at a time (PostgreSQL's connections work in parallel; SQLite
+// has one writer, so one group at a time is all it can use).
+type GroupLimiter interface {
+	SharedCommitGroups() int
+}
+
+type groupMember struct {
+	ctx context.Context
+	fn  func(store.Queries) error
+	res chan groupResult // capacity 1
+}
+
+// groupResult is what a queued member is told: its transaction committed
+// with the group (err nil) or the commit failed (err), it must run alone,
+// or it leads the next group.
+type groupResult struct {
+	err   error
+	alone bool
+	lead  bool
+}
+
+type committer struct {
+	mu      sync.Mutex
+	queue   []*groupMember
+	running int // groups in flight
+	limit   int
+	// committed counts the groups of two or more that committed together.
+	committed atomic.Int64
+}
+
+func newCommitter(d Driver) *committer {
+	limit := 1
+	if l, ok := d.(GroupLimiter); ok {
+		limit = max(l.SharedCommitGroups(), 1)
+	}
+	return &committer{limit: limit}
+}
+
+// inSharedTx runs fn in a group transaction (see store.WithSharedCommit).
+func (s *Store) inSharedTx(ctx context.Context, fn func(store.Queries) error) error {
+	c := s.shared
+	m := &groupMember{ctx: ctx, fn: fn, res: make(chan groupResult, 1)}
+	c.mu.Lock()
+	lead := c.running < c.limit
+	if lead {
+		c.running++
+	} else {
+		c.queue = append(c.queue, m)
+	}
+	c.mu.Unlock()
+	var r groupResult
+	if lead {
+		r = s.leadGroup(m)
+	} else if r = <-m.res; r.lead {
+		r = s.leadGroup(m)
+	}
+	if r.alone {
+		return s.inTx(ctx, fn)
+	}
+	return r.err
+}
+
+// leadGroup runs, in first's goroutine and holding a group slot, first and
+// whatever is queued as one transaction, tells the other members their
+// results and returns first's; then it passes the slot to the first member
+// still queued, or frees it.
+//
+// A group of one is first's own transaction. When any fn of a larger group
+// fails (or panics) the transaction rolls back and every member runs alone,
+// in its own goroutine, where its own failure (or panic) reaches only its
+// own caller. A failed COMMIT is reported to every member as it is: whether
+// it took effect is unknown, as for any transaction, so nothing runs again.
+func (s *Store) leadGroup(first *groupMember) groupResult {
+	c := s.shared
+	defer func() {
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.running--
+			c.mu.Unlock()
+			return
+		}
+		next := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		next.res <- groupResult{lead: true}
+	}()
+	c.mu.Lock()
+	n := min(len(c.queue), maxGroupMembers-1)
+	group := append([]*groupMember{first}, c.queue[:n]...)
+	c.queue = c.queue[n:]
+	c.mu.Unlock()
+
+	if len(group) == 1 {
+		return groupResult{err: s.inTx(first.ctx, first.fn)}
+	}
+	err := s.groupTx(group)
+	r := groupResult{err: err, alone: err == errGroupMember}
+	if r.alone {
+		r.err = nil
+	}
+	for _, m := range group[1:] {
+		m.res <- r
+	}
+	return r
+}
+
+// errGroupMember: a member's fn failed; the group rolled back.
+var errGroupMember = fmt.Errorf("shared transaction member failed")
+
+func (s *Store) groupTx(group []*groupMember) (err error) {
+	// The transaction outlives no member's wish to cancel only through the
+	// members' own statements (each fn uses its own ctx); the group's
+	// BEGIN/COMMIT run detached, under the statement deadline. It syncs
+	// fully unless every member defers its sync.
+	base := group[0].ctx
+	for _, m := range group {
+		if !store.DeferredSync(m.ctx) {
+			base = m.ctx
+			break
+		}
+	}
+	ctx, cancel := withDeadline(context.WithoutCancel(base))
+	defer cancel()
+	tx, err := s.driver.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", s.classify(err))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			// The panicking member panics again when it runs alone, in its
+			// own goroutine.
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			err = errGroupMember
+		}
+	}()
+	q := queries{ex: tx, d: s.driver, inTx: true}
+	for _, m := range group {
+		if m.ctx.Err() != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return errGroupMember
+		}
+		if err := m.fn(q); err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return errGroupMember
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", s.classify(err))
+	}
+	s.shared.committed.Add(1)
+	return nil
+}
