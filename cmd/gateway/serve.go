@@ -326,7 +326,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	api := tasks.NewAPI(svc, coord, projector, st, logger, now)
 	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{MaxInflightBodyBytes: inflight, Metrics: m})
 	applier := ingest.New(lookupConn, ads, coord, svc, st, logger, now)
-	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 4, Yield: receiver.Busy, Metrics: m})
+	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, BatchSize: 16, Yield: receiver.Busy, Metrics: m})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
 	retain, err := cfg.Retention.Policy()
 	if err != nil {

@@ -10,18 +10,19 @@ import (
 	"github.com/trackergateway/gateway/internal/store/storetest"
 )
 
-// TestWorkerDrain: after Drain, the delivery being processed finishes and
-// is recorded (its context is not cancelled by the drain), the claimed
-// deliveries not started yet go back to the queue, nothing new is claimed,
-// and Run returns.
+// TestWorkerDrain: after Drain, the deliveries being processed finish and
+// are recorded (their context is not cancelled by the drain), nothing new is
+// claimed, and Run returns. A batch's deliveries start together, so one
+// claimed with the delivery in progress is in progress too.
 func TestWorkerDrain(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
 		opts WorkerOptions
 		// claimedBehind is a second delivery claimed in the same batch as
-		// the one in progress; otherwise a second delivery arrives after
-		// the drain, with an idle goroutine woken for it.
+		// the one in progress, and processed with it; otherwise a second
+		// delivery arrives after the drain, with an idle goroutine woken for
+		// it, and stays queued.
 		claimedBehind bool
 	}{
 		{name: "new delivery after drain", opts: WorkerOptions{Concurrency: 2}},
@@ -38,7 +39,7 @@ func TestWorkerDrain(t *testing.T) {
 				first := insert(t, st, start, body("A", modeOK))[0]
 				var second string
 				if tt.claimedBehind {
-					// Received later: claimed with A, processed after it.
+					// Received later: claimed with A, processed with it.
 					second = insert(t, st, start.Add(time.Millisecond), body("B", modeOK))[0]
 				}
 				w := NewWorker(st, proc, testLogger(t), nil, fastOptions(tt.opts))
@@ -74,12 +75,14 @@ func TestWorkerDrain(t *testing.T) {
 						d.Status, d.Attempts, d.OutcomeTaskID, d.LeaseOwner)
 				}
 				d = getDelivery(t, st, second)
-				if d.Status != store.DeliveryQueued || d.Attempts != 0 || d.LeaseOwner != "" {
-					t.Errorf("delivery not started at the drain: status %s attempts %d owner %q, want queued, 0, none",
-						d.Status, d.Attempts, d.LeaseOwner)
-				}
-				if _, calls := proc.stats(); calls[second] != 0 {
-					t.Errorf("delivery not started at the drain was processed %d times, want 0", calls[second])
+				_, calls := proc.stats()
+				switch {
+				case tt.claimedBehind && (d.Status != store.DeliverySucceeded || calls[second] != 1):
+					t.Errorf("delivery of the batch in progress at the drain: status %s, processed %d times, want succeeded, once",
+						d.Status, calls[second])
+				case !tt.claimedBehind && (d.Status != store.DeliveryQueued || d.Attempts != 0 || d.LeaseOwner != "" || calls[second] != 0):
+					t.Errorf("delivery after the drain: status %s attempts %d owner %q processed %d times, want queued, 0, none, 0",
+						d.Status, d.Attempts, d.LeaseOwner, calls[second])
 				}
 			})
 		})

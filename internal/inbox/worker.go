@@ -313,11 +313,15 @@ func (w *Worker) yield(ctx context.Context) {
 	}
 }
 
-// claimAndProcess claims one batch and processes it, returning how many
-// deliveries it claimed. The claim runs under ctx, not claimCtx: a claim
-// cut short by a drain could commit unseen and leave its deliveries leased
-// to nobody until the lease expires. Deliveries of the batch not started
-// when the drain comes are put back.
+// claimAndProcess claims one batch, processes its deliveries concurrently
+// and records their outcomes in one transaction, returning how many
+// deliveries it claimed. Their entities are distinct (a second delivery of
+// an entity in the batch finds the entity leased and is postponed), and
+// their transactions share commits (store.WithSharedCommit), so a batch
+// costs a few commits instead of several per delivery. The claim runs under
+// ctx, not claimCtx: a claim cut short by a drain could commit unseen and
+// leave its deliveries leased to nobody until the lease expires. Deliveries
+// of the batch not started when the drain comes are put back.
 func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (int, error) {
 	ds, err := w.st.ClaimDeliveries(ctx, owner, w.now(), w.opts.Lease, w.opts.BatchSize)
 	if err != nil {
@@ -326,13 +330,45 @@ func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (i
 	if len(ds) == w.opts.BatchSize {
 		w.wakeOne() // there may be more: bring in another goroutine
 	}
-	for _, d := range ds {
+	jobs := make([]*job, len(ds))
+	var wg sync.WaitGroup
+	for i, d := range ds {
 		if !w.claiming(claimCtx) {
-			w.putBack(ctx, owner, d)
+			jobs[i] = &job{done: true, d: w.putBack(ctx, d)}
 			continue
 		}
-		w.handle(ctx, owner, d)
+		wg.Go(func() { jobs[i] = w.prepareJob(ctx, d) })
 	}
+	wg.Wait()
+	// A later delivery of an entity the batch already holds waits for it:
+	// claims are oldest first, so an entity's deliveries keep their order.
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if j.done || j.d.EntityKey == "" {
+			continue
+		}
+		if seen[j.d.EntityKey] {
+			j.done, j.d = true, w.postpone(ctx, j.d)
+			j.cancel()
+		}
+		seen[j.d.EntityKey] = true
+	}
+	for _, j := range jobs {
+		switch {
+		case j.done:
+		case !w.claiming(claimCtx):
+			j.done, j.d = true, w.putBack(ctx, j.d)
+			j.cancel()
+		default:
+			wg.Go(func() { j.d = w.runJob(ctx, owner, j) })
+		}
+	}
+	wg.Wait()
+	done := make([]store.Delivery, len(jobs))
+	for i, j := range jobs {
+		done[i] = j.d
+	}
+	w.finish(ctx, owner, done)
 	return len(ds), nil
 }
 
@@ -367,47 +403,65 @@ func (w *Worker) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// handle runs one claimed delivery to its recorded outcome.
-func (w *Worker) handle(ctx context.Context, owner string, d store.Delivery) {
-	pctx, cancel := context.WithTimeout(ctx, w.opts.Lease)
-	defer cancel()
+// job is one claimed delivery on its way through the batch.
+type job struct {
+	d    store.Delivery
+	prep Prepared
+	done bool // d is the state to record
+	pctx context.Context
+	// cancel ends pctx, which bounds the delivery's processing by the lease.
+	cancel context.CancelFunc
+}
 
-	prep, err := w.prepare(pctx, d)
+// prepareJob parses a claimed delivery and names its entity.
+func (w *Worker) prepareJob(ctx context.Context, d store.Delivery) *job {
+	j := &job{d: d}
+	j.pctx, j.cancel = context.WithTimeout(store.WithSharedCommit(ctx), w.opts.Lease)
+	prep, err := w.prepare(j.pctx, d)
 	if err != nil {
-		w.fail(ctx, pctx, owner, d, fmt.Errorf("prepare: %w", err))
-		return
+		j.done, j.d = true, w.fail(ctx, j.pctx, d, fmt.Errorf("prepare: %w", err))
+		j.cancel()
+		return j
 	}
+	j.prep = prep
 	if prep.Event != "" {
-		d.Event = cleanEvent(prep.Event)
+		j.d.Event = cleanEvent(prep.Event)
 	}
-	d.EntityKey = entityKey(prep.EntityKey)
+	j.d.EntityKey = entityKey(prep.EntityKey)
+	return j
+}
 
+// runJob takes the entity lease and processes the delivery, returning the
+// state to record.
+func (w *Worker) runJob(ctx context.Context, owner string, j *job) store.Delivery {
+	defer j.cancel()
+	pctx, d, prep := j.pctx, j.d, j.prep
 	if d.EntityKey != "" {
 		now := w.now()
-		ok, err := w.st.AcquireEntityLease(ctx, d.EntityKey, owner, d.ID, now, now.Add(w.opts.Lease))
+		var ok bool
+		err := w.st.InTx(pctx, func(tx store.Queries) (err error) {
+			ok, err = tx.AcquireEntityLease(pctx, d.EntityKey, owner, d.ID, now, now.Add(w.opts.Lease))
+			return err
+		})
 		if err != nil {
-			w.fail(ctx, pctx, owner, d, fmt.Errorf("acquire entity lease: %w", err))
-			return
+			return w.fail(ctx, pctx, d, fmt.Errorf("acquire entity lease: %w", err))
 		}
 		if !ok {
-			w.postpone(ctx, owner, d)
-			return
+			return w.postpone(ctx, d)
 		}
-		// FinishDelivery releases the entity lease in the same transaction.
+		// FinishDeliveries releases the entity lease with the outcome.
 	}
 
 	out, err := w.process(pctx, d, prep)
 	if err != nil {
-		w.fail(ctx, pctx, owner, d, err)
-		return
+		return w.fail(ctx, pctx, d, err)
 	}
 	switch out.Status {
 	case "":
 		out.Status = store.DeliverySucceeded
 	case store.DeliverySucceeded, store.DeliveryIgnored, store.DeliverySuppressed:
 	default:
-		w.fail(ctx, pctx, owner, d, fmt.Errorf("processor returned status %q: %w", out.Status, ErrPermanent))
-		return
+		return w.fail(ctx, pctx, d, fmt.Errorf("processor returned status %q: %w", out.Status, ErrPermanent))
 	}
 	now := w.now()
 	d.Status = out.Status
@@ -416,7 +470,7 @@ func (w *Worker) handle(ctx context.Context, owner string, d store.Delivery) {
 	d.ProcessedAt = &now
 	d.OutcomeTaskID, d.OutcomeExternalID = cleanText(out.TaskID), cleanText(out.ExternalID)
 	d.OutcomeAction, d.OutcomeResult = cleanText(out.Action), cleanText(out.Result)
-	w.finish(ctx, owner, d)
+	return d
 }
 
 // prepare calls the processor's Prepare, turning a panic into an error.
@@ -445,26 +499,25 @@ func (w *Worker) recoverPanic(ctx context.Context, d store.Delivery, stage strin
 // postpone puts back a delivery whose entity another worker holds: queued,
 // the attempt not counted, due a little later, entity recorded so claims skip
 // it while that lease lives.
-func (w *Worker) postpone(ctx context.Context, owner string, d store.Delivery) {
+func (w *Worker) postpone(ctx context.Context, d store.Delivery) store.Delivery {
 	d.Status = store.DeliveryQueued
 	d.Attempts = max(d.Attempts-1, 0)
 	d.NextAttemptAt = w.now().Add(w.opts.BusyDelay)
 	d.ProcessedAt = nil
 	w.logger.DebugContext(ctx, "delivery postponed: entity busy", "delivery_id", d.ID, "entity_key", d.EntityKey)
-	w.finish(ctx, owner, d)
+	return d
 }
 
 // fail records a failed attempt: put back uncounted when the worker is
 // stopping, failed when permanent or out of attempts, retrying otherwise.
 // pctx is the processing context, to tell a timeout from a shutdown.
-func (w *Worker) fail(ctx, pctx context.Context, owner string, d store.Delivery, err error) {
+func (w *Worker) fail(ctx, pctx context.Context, d store.Delivery, err error) store.Delivery {
 	now := w.now()
 	d.ProcessedAt = nil
 	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = "", "", "", ""
 	switch {
 	case ctx.Err() != nil:
-		w.putBack(ctx, owner, d)
-		return
+		return w.putBack(ctx, d)
 	case errors.Is(pctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded):
 		err = fmt.Errorf("processing exceeded the %s lease: %w", w.opts.Lease, err)
 	}
@@ -485,38 +538,46 @@ func (w *Worker) fail(ctx, pctx context.Context, owner string, d store.Delivery,
 		w.logger.InfoContext(ctx, "delivery will be retried", "delivery_id", d.ID, "connection", d.ConnectionID,
 			"event", d.Event, "attempts", d.Attempts, "next_attempt_at", d.NextAttemptAt, "error", err)
 	}
-	w.finish(ctx, owner, d)
+	return d
 }
 
 // putBack returns a claimed delivery to the queue because the worker is
 // stopping: due at once, the attempt not counted.
-func (w *Worker) putBack(ctx context.Context, owner string, d store.Delivery) {
+func (w *Worker) putBack(ctx context.Context, d store.Delivery) store.Delivery {
 	d.Status = store.DeliveryQueued
 	d.Attempts = max(d.Attempts-1, 0)
 	d.NextAttemptAt = w.now()
 	d.ProcessedAt = nil
 	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = "", "", "", ""
 	w.logger.InfoContext(ctx, "delivery put back: worker stopping", "delivery_id", d.ID)
-	w.finish(ctx, owner, d)
+	return d
 }
 
-// finish writes the delivery's new state, even when the worker is stopping.
-func (w *Worker) finish(ctx context.Context, owner string, d store.Delivery) {
+// finish writes the batch's new states, even when the worker is stopping.
+func (w *Worker) finish(ctx context.Context, owner string, ds []store.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	if err := w.st.FinishDelivery(fctx, d, owner); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+	lost, err := w.st.FinishDeliveries(fctx, ds, owner)
+	if err != nil {
+		// The leases expire and the deliveries are claimed again.
+		for _, d := range ds {
+			w.logger.ErrorContext(ctx, "record delivery outcome failed", "delivery_id", d.ID, "status", d.Status, "error", err)
+		}
+		return
+	}
+	for i, d := range ds {
+		if lost[i] {
 			// Our lease expired and another worker took the delivery over
 			// (or an operator replayed it); its outcome is theirs to record.
 			w.logger.WarnContext(ctx, "delivery lease lost before finishing", "delivery_id", d.ID, "status", d.Status)
-			return
+			continue
 		}
-		// The lease expires and the delivery is claimed again.
-		w.logger.ErrorContext(ctx, "record delivery outcome failed", "delivery_id", d.ID, "status", d.Status, "error", err)
-		return
+		w.opts.Metrics.DeliveryFinished(d)
+		w.logFinished(ctx, d)
 	}
-	w.opts.Metrics.DeliveryFinished(d)
-	w.logFinished(ctx, d)
 }
 
 // logFinished writes the one line of a delivery that reached a final status,

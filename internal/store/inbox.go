@@ -143,6 +143,10 @@ type DeliveryQueries interface {
 	// lease was lost (the entity lease, of no use then, is released all the
 	// same).
 	FinishDelivery(ctx context.Context, d Delivery, owner string) error
+	// FinishDeliveries is FinishDelivery for a batch, in one transaction:
+	// lost[i] reports that ds[i]'s lease was lost (its row unchanged, its
+	// entity lease released). An error means none was recorded.
+	FinishDeliveries(ctx context.Context, ds []Delivery, owner string) (lost []bool, err error)
 	// RequeueDelivery makes a finished delivery (succeeded, ignored,
 	// suppressed or failed) due again (operator replay): status queued,
 	// attempts 0, lease and outcome cleared. The status guard is in the

@@ -216,6 +216,10 @@ type TaskQueries interface {
 	// external_id; it returns the affected row count.
 	SettleExternalID(ctx context.Context, taskID, externalID string, at time.Time) (int64, error)
 	SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error
+	// SetTaskCreated marks a task complete at its first revision (the
+	// creation's last write): only the columns that change, so no index of
+	// tasks is rewritten.
+	SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time) error
 }
 
 // Creation operation states.

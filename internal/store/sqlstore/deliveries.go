@@ -398,27 +398,50 @@ func (q queries) AcquireEntityLease(ctx context.Context, entityKey, owner, deliv
 // owner's entity lease for the delivery even then is what a worker that
 // lost its claim should do anyway.
 func (q queries) FinishDelivery(ctx context.Context, d store.Delivery, owner string) error {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	updated := int64(-1)
-	err := q.write(ctx, func(q queries) error {
-		err := q.execLater(ctx, "finish delivery", func(n int64) error { updated = n; return nil },
-			`UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
-			lease_owner = NULL, lease_expires_at = NULL, entity_key = $7, processed_at = $8, event = $9,
-			outcome_task_id = $10, outcome_external_id = $11, outcome_action = $12, outcome_result = $13
-			WHERE id = $1 AND lease_owner = $2 AND status = 'processing'`,
-			d.ID, owner, d.Status, d.Attempts, nullString(d.LastError), d.NextAttemptAt, nullString(d.EntityKey), d.ProcessedAt, d.Event,
-			nullString(d.OutcomeTaskID), nullString(d.OutcomeExternalID), nullString(d.OutcomeAction), nullString(d.OutcomeResult))
-		if err != nil || d.EntityKey == "" {
-			return err
-		}
-		return q.execLater(ctx, "release entity lease", nil,
-			`DELETE FROM entity_leases WHERE entity_key = $1 AND owner = $2 AND delivery_id = $3`, d.EntityKey, owner, d.ID)
-	})
-	if err == nil && updated == 0 {
+	lost, err := q.FinishDeliveries(ctx, []store.Delivery{d}, owner)
+	if err == nil && lost[0] {
 		return fmt.Errorf("finish delivery: lease lost: %w", store.ErrNotFound)
 	}
 	return err
+}
+
+// FinishDeliveries writes a worker's batch in one transaction (one round
+// trip on PostgreSQL, every write travelling with the COMMIT).
+func (q queries) FinishDeliveries(ctx context.Context, ds []store.Delivery, owner string) ([]bool, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	updated := make([]int64, len(ds))
+	err := q.write(ctx, func(q queries) error {
+		for i, d := range ds {
+			updated[i] = -1
+			err := q.execLater(ctx, "finish delivery", func(n int64) error { updated[i] = n; return nil },
+				`UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
+				lease_owner = NULL, lease_expires_at = NULL, entity_key = $7, processed_at = $8, event = $9,
+				outcome_task_id = $10, outcome_external_id = $11, outcome_action = $12, outcome_result = $13
+				WHERE id = $1 AND lease_owner = $2 AND status = 'processing'`,
+				d.ID, owner, d.Status, d.Attempts, nullString(d.LastError), d.NextAttemptAt, nullString(d.EntityKey), d.ProcessedAt, d.Event,
+				nullString(d.OutcomeTaskID), nullString(d.OutcomeExternalID), nullString(d.OutcomeAction), nullString(d.OutcomeResult))
+			if err != nil {
+				return err
+			}
+			if d.EntityKey == "" {
+				continue
+			}
+			if err := q.execLater(ctx, "release entity lease", nil,
+				`DELETE FROM entity_leases WHERE entity_key = $1 AND owner = $2 AND delivery_id = $3`, d.EntityKey, owner, d.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	lost := make([]bool, len(ds))
+	for i, n := range updated {
+		lost[i] = n == 0
+	}
+	return lost, nil
 }
 
 // requeueDeliveries is the replay UPDATE, of one delivery or of a batch:

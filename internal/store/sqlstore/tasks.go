@@ -202,6 +202,12 @@ func (q queries) SettleExternalID(ctx context.Context, taskID, externalID string
 	return n, q.wrap("settle external id", err)
 }
 
+func (q queries) SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time) error {
+	return q.execLater(ctx, "set task created", exactlyOne("set task created"),
+		`UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4 WHERE id = $1`,
+		taskID, store.CreationComplete, revision, at)
+}
+
 func (q queries) SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error {
 	return q.execLater(ctx, "set creation state", exactlyOne("set creation state"),
 		`UPDATE tasks SET creation_state = $2, updated_at = $3 WHERE id = $1`, taskID, state, at)

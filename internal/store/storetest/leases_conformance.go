@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,6 +15,56 @@ import (
 var leaseTests = []contractTest{
 	{name: "entity leases exclude", fn: testEntityLeases},
 	{name: "a lost delivery lease still releases its entity lease", fn: testFinishAfterLostLease},
+	{name: "a batch is finished together, each lost lease reported", fn: testFinishDeliveries},
+}
+
+// testFinishDeliveries: FinishDeliveries records every delivery whose lease
+// its owner still holds, reports the one taken over, and releases the
+// entity leases of all of them.
+func testFinishDeliveries(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	// The second delivery is claimed with a short lease, which expires, and
+	// w2 takes it over.
+	var claimed []store.Delivery
+	for i, lease := range []time.Duration{10 * time.Minute, time.Minute, 10 * time.Minute} {
+		id := insertDelivery(t, s, newDelivery("batch-"+strconv.Itoa(i)))
+		got, err := s.ClaimDeliveries(ctx, "w1", epoch, lease, 1)
+		must(t, err)
+		if len(got) != 1 || got[0].ID != id {
+			t.Fatalf("claim %d = %+v, want delivery %s", i, got, id)
+		}
+		ok, err := s.AcquireEntityLease(ctx, "entity-"+id, "w1", id, epoch, epoch.Add(10*time.Minute))
+		must(t, err)
+		if !ok {
+			t.Fatalf("entity lease %d refused", i)
+		}
+		got[0].EntityKey = "entity-" + id
+		claimed = append(claimed, got[0])
+	}
+	taken, err := s.ClaimDeliveries(ctx, "w2", epoch.Add(2*time.Minute), time.Minute, 3)
+	must(t, err)
+	if len(taken) != 1 || taken[0].ID != claimed[1].ID {
+		t.Fatalf("w2 took over %+v, want only the second delivery", taken)
+	}
+	claimed[0].Status, claimed[1].Status, claimed[2].Status = store.DeliverySucceeded, store.DeliverySucceeded, store.DeliveryFailed
+	claimed[2].LastError = "boom"
+	lost, err := s.FinishDeliveries(ctx, claimed, "w1")
+	must(t, err)
+	if len(lost) != 3 || lost[0] || !lost[1] || lost[2] {
+		t.Fatalf("lost = %v, want [false true false]", lost)
+	}
+	for i, want := range []string{store.DeliverySucceeded, store.DeliveryProcessing, store.DeliveryFailed} {
+		got, err := s.GetDelivery(ctx, claimed[i].ID)
+		must(t, err)
+		if got.Status != want {
+			t.Errorf("delivery %d: status %s, want %s", i, got.Status, want)
+		}
+		ok, err := s.AcquireEntityLease(ctx, claimed[i].EntityKey, "w3", uuid.NewString(), epoch, epoch.Add(time.Minute))
+		must(t, err)
+		if !ok {
+			t.Errorf("delivery %d: entity lease still held after FinishDeliveries", i)
+		}
+	}
 }
 
 func testEntityLeases(t *testing.T, s store.Store) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -17,6 +18,31 @@ var taskTests = []contractTest{
 	{name: "release clears identity", fn: testRelease},
 	{name: "list tasks pages and hides preparing", fn: testListTasks},
 	{name: "a completed task is found by its source reference", fn: testFindTaskBySourceRef},
+	{name: "set task created writes state, revision and time only", fn: testSetTaskCreated},
+}
+
+func testSetTaskCreated(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	task.CreationState = store.CreationCompleting
+	task.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "o/r#1", URL: "https://x"}
+	must(t, s.InsertTask(ctx, task))
+	at := epoch.Add(time.Hour)
+	must(t, s.SetTaskCreated(ctx, task.ID, 1, at))
+	got, err := s.GetTask(ctx, task.ID)
+	must(t, err)
+	if got.CreationState != store.CreationComplete || got.Revision != 1 || !got.UpdatedAt.Equal(at) {
+		t.Errorf("after SetTaskCreated: state %s revision %d updated %v, want complete, 1, %v",
+			got.CreationState, got.Revision, got.UpdatedAt, at)
+	}
+	if got.Title != task.Title || got.Source == nil || got.Source.Ref != "o/r#1" || got.ExternalID != "ext-1" ||
+		got.WorkflowStepID != task.WorkflowStepID || !got.CreatedAt.Equal(task.CreatedAt) {
+		t.Errorf("SetTaskCreated changed other fields: %+v", got)
+	}
+	if err := s.SetTaskCreated(ctx, uuid.NewString(), 1, at); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetTaskCreated of a missing task: err = %v, want ErrNotFound", err)
+	}
 }
 
 func testTaskRoundTrip(t *testing.T, s store.Store) {
