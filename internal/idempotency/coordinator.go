@@ -76,6 +76,9 @@ type CreationHandle struct {
 	CompletionToken  []byte
 	ActorBindingHash string
 	ManifestHash     string
+	// plannedSteps is how many steps Begin planned: with none, ExecuteSteps
+	// has nothing to read (a round trip saved on PostgreSQL).
+	plannedSteps int
 }
 
 // BeginResult is what BeginTaskCreation returns; Handle is non-nil only for
@@ -238,7 +241,7 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 		return BeginResult{}, fmt.Errorf("completion token: %w", err)
 	}
 	tokenHash := sha256Hex(token)
-	opID, taskID := uuid.NewString(), uuid.NewString()
+	opID, taskID := timeOrderedID(), timeOrderedID()
 	actorDoc := ActorBindingDocument{Version: 1, Actor: req.Actor.Kind, PrincipalID: req.Actor.ID,
 		WorkspaceID: req.WorkspaceID, AuthMode: req.Actor.AuthMode, AuthorityKind: req.Actor.Kind, AuthorityID: req.Actor.ID}
 	actorJSON, err := Canonical(actorDoc)
@@ -308,7 +311,8 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 			}
 		}
 		result = BeginResult{Task: task, Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
-			WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256}}
+			WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256,
+			plannedSteps: len(steps)}}
 		return nil
 	})
 	if err != nil {
@@ -494,6 +498,18 @@ func verifyLocked(op store.Operation, steps []store.CreationStep, err error, opI
 		return op, nil, err
 	}
 	return op, steps, nil
+}
+
+// timeOrderedID returns a UUIDv7: tasks and operations are inserted in
+// time order, so each insert lands on the right edge of the primary-key
+// B-tree instead of a random leaf, and a group of creates dirties a few
+// index pages, not one per row.
+func timeOrderedID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString() // the clock or entropy failed: still unique
+	}
+	return id.String()
 }
 
 func randomHex(n int) string {

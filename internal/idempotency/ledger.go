@@ -66,6 +66,10 @@ func (f fence) check(op store.Operation) error {
 
 // ExecuteSteps runs every planned or retryable step of the operation.
 func (c *Coordinator) ExecuteSteps(ctx context.Context, h *CreationHandle) error {
+	if h.plannedSteps == 0 {
+		// Begin planned no step; phase A verifies the stored plan agrees.
+		return nil
+	}
 	return c.executeSteps(ctx, h.OperationID, fence{h: h})
 }
 
@@ -450,7 +454,7 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 			return fmt.Errorf("%w: settlement missed a task that holds %q", ErrCreationStateConflict, task.ExternalID)
 		}
 		task.Revision, task.UpdatedAt, task.CreationState = 1, now, store.CreationComplete
-		if err := tx.UpdateTask(ctx, task); err != nil {
+		if err := tx.SetTaskCreated(ctx, task.ID, task.Revision, now); err != nil {
 			return err
 		}
 		eventID, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: task.WorkspaceID, TaskID: task.ID,
