@@ -134,7 +134,7 @@ func settlementCreate(ctx context.Context, st store.Store, req CreateRequest) (s
 			return err
 		}
 		task = admitted
-		return tx.InsertTask(ctx, task)
+		return tx.InsertNumberedTask(ctx, task, func(id string) { task.Identifier = id })
 	})
 	if err != nil {
 		return store.Task{}, 0, err

@@ -290,16 +290,23 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 		ActorBindingSHA256: ActorBindingHash(actorJSON), CompletionTokenSHA256: tokenHash, ExternalID: ext,
 		LeaseOwner: "caller", LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now}
 	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
-		// The task domain's admission: the WIP limit of its step and the
-		// identifier, under the workspace row (see taskrules.Admit). The
-		// inserts after it travel with the COMMIT, so concurrent creates in
-		// a workspace hold that row for one round trip; a unique violation
-		// on the external ID rolls the number back with the rest.
+		// The task domain's admission (the WIP limit of its step, under
+		// the workspace row: see taskrules.Admit), then the identifier from
+		// the workspace sequence. On PostgreSQL the sequence UPDATE and the
+		// inserts travel with the COMMIT, so concurrent creates in a
+		// workspace hold its row only while the server runs them, not for a
+		// round trip; a unique violation on the external ID rolls the
+		// number back with the rest.
 		task, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, Task: task})
 		if err != nil {
 			return err
 		}
-		if err := tx.InsertTask(ctx, task); err != nil {
+		result = BeginResult{Task: task, Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
+			WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256,
+			plannedSteps: len(steps)}}
+		// The identifier is known once the INSERT has run (with the COMMIT
+		// on PostgreSQL).
+		if err := tx.InsertNumberedTask(ctx, task, func(id string) { result.Task.Identifier = id }); err != nil {
 			return err
 		}
 		if err := tx.InsertOperation(ctx, op); err != nil {
@@ -310,9 +317,6 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string) 
 				return err
 			}
 		}
-		result = BeginResult{Task: task, Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
-			WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256,
-			plannedSteps: len(steps)}}
 		return nil
 	})
 	if err != nil {

@@ -457,14 +457,10 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 		if err := tx.SetTaskCreated(ctx, task.ID, task.Revision, now); err != nil {
 			return err
 		}
-		eventID, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: task.WorkspaceID, TaskID: task.ID,
-			Revision: 1, Type: store.EventTaskCreated, Payload: taskrules.EventPayload(task), CreatedAt: now})
-		if err != nil {
-			return err
-		}
-		op.State, op.Outcome, op.EventID, op.UpdatedAt = store.OpCompleted, outcome.String(), eventID, now
-		op.LeaseOwner, op.LeaseExpiresAt = "", nil
-		if err := tx.UpdateOperation(ctx, op); err != nil {
+		// The event and the operation's completion travel with the COMMIT
+		// on PostgreSQL: the outbox lock is never held across a round trip.
+		if err := tx.FinishCreation(ctx, op.ID, outcome.String(), store.TaskEvent{WorkspaceID: task.WorkspaceID,
+			TaskID: task.ID, Revision: 1, Type: store.EventTaskCreated, Payload: taskrules.EventPayload(task), CreatedAt: now}); err != nil {
 			return err
 		}
 		res = Result{Task: task, Outcome: outcome}

@@ -438,11 +438,7 @@ func (w *Worker) runJob(ctx context.Context, owner string, j *job) store.Deliver
 	pctx, d, prep := j.pctx, j.d, j.prep
 	if d.EntityKey != "" {
 		now := w.now()
-		var ok bool
-		err := w.st.InTx(pctx, func(tx store.Queries) (err error) {
-			ok, err = tx.AcquireEntityLease(pctx, d.EntityKey, owner, d.ID, now, now.Add(w.opts.Lease))
-			return err
-		})
+		ok, err := w.st.AcquireEntityLease(pctx, d.EntityKey, owner, d.ID, now, now.Add(w.opts.Lease))
 		if err != nil {
 			return w.fail(ctx, pctx, d, fmt.Errorf("acquire entity lease: %w", err))
 		}

@@ -135,7 +135,8 @@ type DeliveryQueries interface {
 	// UPDATE SKIP LOCKED). Claimed rows become processing with attempts+1.
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
 	// AcquireEntityLease takes or steals (when expired) the lease on an
-	// entity for a delivery; false when another live lease holds it.
+	// entity for a delivery; false when another live lease holds it. Under
+	// store.WithSharedCommit it may share a commit (see InTx).
 	AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error)
 	// FinishDelivery records the outcome of a claimed delivery when owner
 	// still holds its lease, and releases the entity lease owner holds for

@@ -130,8 +130,6 @@ type WorkspaceQueries interface {
 	ListWorkspaces(ctx context.Context) ([]Workspace, error)
 	// LockWorkspace takes the workspace row lock (tier 1 of the lock order).
 	LockWorkspace(ctx context.Context, id string) (Workspace, error)
-	// NextTaskSequence increments and returns the workspace's sequence.
-	NextTaskSequence(ctx context.Context, workspaceID string) (int64, error)
 
 	// EnsureGeneratedSecret stores value under name unless a value exists,
 	// and returns the stored one (replicas starting together agree).
@@ -194,6 +192,11 @@ type TaskPage struct {
 // TaskQueries reads and writes task rows.
 type TaskQueries interface {
 	InsertTask(ctx context.Context, t Task) error
+	// InsertNumberedTask advances the workspace's task sequence and inserts
+	// t with the identifier PREFIX-N it yields (t.Identifier is ignored),
+	// in one transaction; numbered is given the identifier once the row is
+	// written, which inside a transaction may be as late as its COMMIT.
+	InsertNumberedTask(ctx context.Context, t Task, numbered func(identifier string)) error
 	GetTask(ctx context.Context, id string) (Task, error)
 	// LockTask reads the task with a row lock (tier "task").
 	LockTask(ctx context.Context, id string) (Task, error)
@@ -313,6 +316,13 @@ type LedgerQueries interface {
 	// UpdateOperation writes state, release_applied, outcome, event_id,
 	// recovery_action, generation, lease and error.
 	UpdateOperation(ctx context.Context, op Operation) error
+	// FinishCreation is the last write of a creation's phase B: it appends
+	// created (the task.created event) under the outbox lock and marks the
+	// operation completed with outcome, pointing at that event, its lease
+	// cleared. Nothing in it waits for an answer, so on PostgreSQL it
+	// travels with the COMMIT and the outbox lock is held only while the
+	// server runs it.
+	FinishCreation(ctx context.Context, operationID, outcome string, created TaskEvent) error
 	// ListOpenOperations returns operations in preparing, preparing-release
 	// or completing that were last touched before staleBefore and whose lease
 	// (if any) expired before now.

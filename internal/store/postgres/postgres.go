@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +85,9 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	dcfg := cfg.Copy()
 	dcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	dcfg.MaxConns = max(cfg.MaxConns/2, 4)
+	if n, _ := strconv.Atoi(os.Getenv("GW_DPOOL")); n > 0 {
+		dcfg.MaxConns = int32(n)
+	}
 	deferred, err := pgxpool.NewWithConfig(ctx, dcfg)
 	if err != nil {
 		pool.Close()
@@ -101,11 +106,6 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
 
 func (d *Driver) Dialect() string { return store.DialectPostgres }
-
-// SharedCommitGroups: shared transactions run on this many connections at
-// once (sqlstore.GroupLimiter), so processing keeps the server's cores busy
-// while each group saves the commits of its members.
-func (d *Driver) SharedCommitGroups() int { return 4 }
 
 // ForUpdate locks rows as FOR NO KEY UPDATE: the protocols never change a
 // key, and unlike FOR UPDATE it does not block the FOR KEY SHARE locks that
@@ -495,10 +495,13 @@ type deferredStmt struct {
 	sql  string
 	args []any
 	done func(rowsAffected int64, err error) error
+	// scan, when set, reads the statement's one row instead (DeferRow).
+	scan func(sqlstore.Row) error
 }
 
 var (
-	_ sqlstore.Deferrer = (*pgTx)(nil)
+	_ sqlstore.Deferrer    = (*pgTx)(nil)
+	_ sqlstore.RowDeferrer = (*pgTx)(nil)
 	_ sqlstore.Batcher  = (*pgTx)(nil)
 	_ sqlstore.Batcher  = (*Driver)(nil)
 )
@@ -511,6 +514,10 @@ const rollbackTimeout = 5 * time.Second
 
 func (t *pgTx) Defer(query string, args []any, done func(int64, error) error) {
 	t.pending = append(t.pending, deferredStmt{sql: query, args: args, done: done})
+}
+
+func (t *pgTx) DeferRow(query string, args []any, scan func(sqlstore.Row) error) {
+	t.pending = append(t.pending, deferredStmt{sql: query, args: args, scan: scan})
 }
 
 // direct reports whether a statement can go straight to the connection:
@@ -546,9 +553,15 @@ func (t *pgTx) flush(ctx context.Context, queue func(*pgx.Batch)) (pgx.BatchResu
 		}
 	}
 	for _, p := range pending {
-		tag, err := br.Exec()
-		if p.done != nil {
-			err = p.done(tag.RowsAffected(), err)
+		var err error
+		if p.scan != nil {
+			err = p.scan(row{br.QueryRow()})
+		} else {
+			tag, execErr := br.Exec()
+			err = execErr
+			if p.done != nil {
+				err = p.done(tag.RowsAffected(), err)
+			}
 		}
 		if err != nil {
 			return nil, t.fail(br, &sqlstore.DeferredError{Err: err})

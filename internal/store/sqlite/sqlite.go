@@ -137,9 +137,13 @@ func createPrivate(path string) error {
 	return nil
 }
 
-func (d *Driver) Dialect() string    { return store.DialectSQLite }
-func (d *Driver) ForUpdate() string  { return "" }
-func (d *Driver) SkipLocked() string { return "" }
+func (d *Driver) Dialect() string { return store.DialectSQLite }
+
+// SharesCommits: concurrent processing transactions share commits
+// (sqlstore.CommitSharer); they queue for the one writer anyway.
+func (d *Driver) SharesCommits() bool { return true }
+func (d *Driver) ForUpdate() string   { return "" }
+func (d *Driver) SkipLocked() string  { return "" }
 
 // MinuteOf: times are stored as unix microseconds.
 func (d *Driver) MinuteOf(column string) string {

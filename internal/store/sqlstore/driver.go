@@ -56,6 +56,15 @@ type Deferrer interface {
 	Defer(query string, args []any, done func(rowsAffected int64, err error) error)
 }
 
+// RowDeferrer is a Deferrer that can also hold back a statement that
+// answers one row: scan reads it once the statement has run (its error,
+// when it failed, comes through scan's Row), in the same order and with the
+// same failure rules as Defer. A statement whose answer nothing before
+// COMMIT needs can so travel with the COMMIT.
+type RowDeferrer interface {
+	DeferRow(query string, args []any, scan func(Row) error)
+}
+
 // DeferredError is the failure of a deferred statement, surfacing at a later
 // call: it already names the statement that failed, so it is passed on as it
 // is rather than wrapped again.

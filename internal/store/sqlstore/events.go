@@ -23,6 +23,28 @@ func (q queries) AppendTaskEvent(ctx context.Context, e store.TaskEvent) (int64,
 	return id, err
 }
 
+func (q queries) FinishCreation(ctx context.Context, operationID, outcome string, e store.TaskEvent) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return q.write(ctx, func(q queries) error {
+		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
+			return q.wrap("lock outbox", err)
+		}
+		if err := q.execLater(ctx, "append task event", exactlyOne("append task event"),
+			`INSERT INTO task_events (workspace_id, task_id, revision, type, payload, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`,
+			e.WorkspaceID, e.TaskID, e.Revision, e.Type, e.Payload, e.CreatedAt); err != nil {
+			return err
+		}
+		return q.execLater(ctx, "complete creation operation", exactlyOne("complete creation operation"),
+			`UPDATE task_creation_operations SET state = $2, outcome = $3,
+				event_id = (SELECT id FROM task_events WHERE task_id = $4 AND revision = $5),
+				lease_owner = NULL, lease_expires_at = NULL, updated_at = $6
+			WHERE id = $1`,
+			operationID, store.OpCompleted, outcome, e.TaskID, e.Revision, e.CreatedAt)
+	})
+}
+
 const eventColumns = `id, workspace_id, task_id, revision, type, payload, created_at`
 
 func (q queries) ReadTaskEvents(ctx context.Context, afterID int64, limit int) ([]store.TaskEvent, error) {

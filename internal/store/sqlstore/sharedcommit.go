@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
 )
@@ -24,11 +25,16 @@ import (
 // PostgreSQL's row locks) for long.
 const maxGroupMembers = 64
 
-// GroupLimiter is implemented by drivers that can run more than one shared
-// transaction at a time (PostgreSQL's connections work in parallel; SQLite
-// has one writer, so one group at a time is all it can use).
-type GroupLimiter interface {
-	SharedCommitGroups() int
+// CommitSharer is implemented by drivers on which shared commits pay. SQLite
+// has one writer, so its transactions run one after another anyway, and a
+// group saves each member's BEGIN, COMMIT and write of the pages it
+// dirtied. On PostgreSQL a group would run its members' round trips one
+// after another on one connection and hold the rows they lock (a
+// workspace's task sequence, the outbox's order) until the whole group
+// commits, so concurrent transactions on their own connections do better:
+// it does not share.
+type CommitSharer interface {
+	SharesCommits() bool
 }
 
 type groupMember struct {
@@ -49,6 +55,7 @@ type groupResult struct {
 type committer struct {
 	mu      sync.Mutex
 	queue   []*groupMember
+	enabled bool
 	running int // groups in flight
 	limit   int
 	// committed counts the groups of two or more that committed together.
@@ -56,11 +63,22 @@ type committer struct {
 }
 
 func newCommitter(d Driver) *committer {
-	limit := 1
-	if l, ok := d.(GroupLimiter); ok {
-		limit = max(l.SharedCommitGroups(), 1)
+	c, ok := d.(CommitSharer)
+	return &committer{enabled: ok && c.SharesCommits(), limit: 1}
+}
+
+// AcquireEntityLease shares a commit like any transaction when ctx asks for
+// it and the driver shares commits; otherwise it is one statement.
+func (s *Store) AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error) {
+	if !store.SharedCommit(ctx) || !s.shared.enabled {
+		return s.queries.AcquireEntityLease(ctx, entityKey, owner, deliveryID, now, expires)
 	}
-	return &committer{limit: limit}
+	var ok bool
+	err := s.inSharedTx(ctx, func(tx store.Queries) (err error) {
+		ok, err = tx.AcquireEntityLease(ctx, entityKey, owner, deliveryID, now, expires)
+		return err
+	})
+	return ok, err
 }
 
 // inSharedTx runs fn in a group transaction (see store.WithSharedCommit).

@@ -46,7 +46,7 @@ func TestSharedCommit(t *testing.T) {
 			storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := store.WithSharedCommit(store.WithDeferredSync(context.Background()))
 				storetest.SeedWorkspace(t, st, "ws")
-				sqlstore.SetSharedCommitGroups(st, 1)
+				sqlstore.EnableSharedCommits(st)
 
 				// The first transaction holds the only group slot until the
 				// others have queued behind it.
@@ -119,6 +119,7 @@ func TestSharedCommitAlone(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		storetest.SeedWorkspace(t, st, "ws")
+		sqlstore.EnableSharedCommits(st)
 		ctx := store.WithSharedCommit(context.Background())
 		if err := st.InTx(ctx, func(tx store.Queries) error { return tx.InsertTask(ctx, sharedTask("alone")) }); err != nil {
 			t.Fatalf("InTx: %v", err)

@@ -78,7 +78,7 @@ func (s *Store) ProbeDurableWrite(ctx context.Context, at time.Time) error {
 // store.WithSharedCommit the transaction may share its commit with
 // concurrent ones (sharedcommit.go).
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Queries) error) error {
-	if store.SharedCommit(ctx) {
+	if store.SharedCommit(ctx) && s.shared.enabled {
 		return s.inSharedTx(ctx, fn)
 	}
 	return s.inTx(ctx, fn)
@@ -201,6 +201,26 @@ func (q queries) execLater(ctx context.Context, what string, check func(rowsAffe
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	return done(q.ex.Exec(ctx, query, args...))
+}
+
+// queryLater runs a statement that answers one row, read by scan, which
+// nothing in the transaction waits for: inside a transaction that can defer
+// it (RowDeferrer: PostgreSQL) it travels like execLater's writes, so scan
+// may run as late as the COMMIT.
+func (q queries) queryLater(ctx context.Context, what string, scan func(Row) error, query string, args ...any) error {
+	read := func(r Row) error {
+		if err := scan(r); err != nil {
+			return q.wrap(what, err)
+		}
+		return nil
+	}
+	if d, ok := q.ex.(RowDeferrer); ok && q.inTx {
+		d.DeferRow(query, args, read)
+		return nil
+	}
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return read(q.ex.QueryRow(ctx, query, args...))
 }
 
 // exactlyOne checks a write to one row that must exist.

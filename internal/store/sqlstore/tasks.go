@@ -68,6 +68,40 @@ func (q queries) InsertTask(ctx context.Context, t store.Task) error {
 		t.Revision, t.CreatedAt, t.UpdatedAt)
 }
 
+// InsertNumberedTask advances the workspace's sequence and inserts t with
+// the identifier PREFIX-N it yields, read from the workspace row the UPDATE
+// just wrote. Neither statement waits for an answer (numbered gets the
+// identifier when the INSERT has run), so on PostgreSQL both travel with
+// the transaction's COMMIT and the workspace row stays locked only while
+// the server runs them, not for a round trip to the gateway.
+func (q queries) InsertNumberedTask(ctx context.Context, t store.Task, numbered func(identifier string)) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	sp, sk, sr, su := sourceArgs(t.Source)
+	return q.write(ctx, func(q queries) error {
+		if err := q.execLater(ctx, "advance task sequence", exactlyOne("advance task sequence"),
+			`UPDATE workspaces SET task_sequence = task_sequence + 1 WHERE id = $1`, t.WorkspaceID); err != nil {
+			return err
+		}
+		return q.queryLater(ctx, "insert task", func(r Row) error {
+			var identifier string
+			if err := r.Scan(&identifier); err != nil {
+				return err
+			}
+			numbered(identifier)
+			return nil
+		}, `INSERT INTO tasks (`+taskColumns+`)
+			SELECT $1, w.id, w.task_prefix || '-' || CAST(w.task_sequence AS TEXT), $3, $4, $5, $6, $7, $8, $9, $10, $11,
+				$12, $13, $14, $15, $16, $17, $18, $19, $20
+			FROM workspaces w WHERE w.id = $2
+			RETURNING identifier`,
+			t.ID, t.WorkspaceID, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
+			t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt,
+			nullString(t.OwnerConnection), nullString(t.ExternalID), t.ExternalIDSettledAt, t.CreationState, nullString(t.CreationOperationID),
+			t.Revision, t.CreatedAt, t.UpdatedAt)
+	})
+}
+
 func (q queries) getTask(ctx context.Context, what, where string, args ...any) (store.Task, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()

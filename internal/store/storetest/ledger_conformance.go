@@ -16,6 +16,41 @@ var ledgerTests = []contractTest{
 	{name: "operation, steps and task are read together", fn: testLockOperationAndSteps},
 	{name: "operations and steps are updated and read back", fn: testOperationUpdates},
 	{name: "open operations are listed once stale and unleased", fn: testListOpenOperations},
+	{name: "finishing a creation appends its event and completes the operation", fn: testFinishCreation},
+}
+
+// testFinishCreation: FinishCreation appends the task.created event and
+// completes the operation pointing at it, its lease cleared, in the
+// caller's transaction.
+func testFinishCreation(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	op := newOperation("ws", task.ID, epoch)
+	op.State, op.LeaseOwner, op.LeaseExpiresAt = store.OpCompleting, "caller", &epoch
+	must(t, s.InTx(ctx, func(tx store.Queries) error {
+		if err := tx.InsertTask(ctx, task); err != nil {
+			return err
+		}
+		return tx.InsertOperation(ctx, op)
+	}))
+	at := epoch.Add(time.Minute)
+	must(t, s.InTx(ctx, func(tx store.Queries) error {
+		return tx.FinishCreation(ctx, op.ID, "created", store.TaskEvent{WorkspaceID: "ws", TaskID: task.ID, Revision: 1,
+			Type: store.EventTaskCreated, Payload: `{"id":"x"}`, CreatedAt: at})
+	}))
+	events, err := s.ReadTaskEvents(ctx, 0, 10)
+	must(t, err)
+	if len(events) != 1 || events[0].TaskID != task.ID || events[0].Type != store.EventTaskCreated || !events[0].CreatedAt.Equal(at) {
+		t.Fatalf("events = %+v, want the one task.created", events)
+	}
+	got, err := s.GetOperation(ctx, op.ID)
+	must(t, err)
+	if got.State != store.OpCompleted || got.Outcome != "created" || got.EventID != events[0].ID ||
+		got.LeaseOwner != "" || got.LeaseExpiresAt != nil || !got.UpdatedAt.Equal(at) {
+		t.Errorf("operation = state %s outcome %q event %d lease %q/%v updated %v; want completed, created, %d, none, %v",
+			got.State, got.Outcome, got.EventID, got.LeaseOwner, got.LeaseExpiresAt, got.UpdatedAt, events[0].ID, at)
+	}
 }
 
 // newOperation is a preparing operation of workspace ws for task taskID,

@@ -76,7 +76,7 @@ func testTransactionWrites(t *testing.T, s store.Store) {
 			if err := tx.InsertTask(ctx, newTask("ws", "ext-1", 4)); err != nil {
 				return err
 			}
-			_, err := tx.NextTaskSequence(ctx, "ws")
+			_, err := tx.GetWorkspace(ctx, "ws")
 			return err
 		}, store.ErrExternalIDTaken},
 		{"a taken external id fails the commit", func(tx store.Queries) error {

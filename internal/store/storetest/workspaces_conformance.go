@@ -30,10 +30,10 @@ func testWorkspaceUpsert(t *testing.T, s store.Store) {
 	if !ws.CreatedAt.Equal(epoch) {
 		t.Errorf("created_at = %v, want %v", ws.CreatedAt, epoch)
 	}
-	n, err := s.NextTaskSequence(ctx, "ws")
-	must(t, err)
-	if n != 1 {
-		t.Errorf("sequence = %d, want 1", n)
+	var identifier string
+	must(t, s.InsertNumberedTask(ctx, newTask("ws", "numbered", 1), func(id string) { identifier = id }))
+	if identifier != "WS-1" {
+		t.Errorf("first numbered task = %q, want WS-1", identifier)
 	}
 	// Config applied again renames, but never changes prefix or sequence.
 	renamed := ws

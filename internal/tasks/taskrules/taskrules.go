@@ -9,7 +9,6 @@ package taskrules
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
@@ -61,13 +60,13 @@ type Admission struct {
 // the workspace. When the task starts counting toward the step's WIP limit
 // (created, moved there while active, or unarchived), the active tasks
 // already in the step must be fewer than the limit: a full step is a
-// Conflict with the same message on every path. A new task then gets its
-// identifier from the workspace sequence. It returns the task to write.
+// Conflict with the same message on every path. It returns the task to
+// write; a new one gets its identifier as it is inserted
+// (store.InsertNumberedTask), so a rejected admission allocates none.
 //
 // The workspace row serializes admissions into its steps: a WIP check runs
 // under its lock, and a create without a limit is serialized by the
-// sequence UPDATE alone (it holds the row for one round trip). A rejected
-// admission allocates no identifier.
+// sequence UPDATE alone, which on PostgreSQL travels with the COMMIT.
 func Admit(ctx context.Context, tx store.Queries, a Admission) (store.Task, error) {
 	ws, t := a.Workspace, a.Task
 	step, err := Step(ws, t.WorkflowStepID)
@@ -97,13 +96,6 @@ func Admit(ctx context.Context, tx store.Queries, a Admission) (store.Task, erro
 				return store.Task{}, failure.New(failure.Conflict, "workflow step %q is at its WIP limit (%d)", step.ID, wip)
 			}
 		}
-	}
-	if a.Before == nil {
-		seq, err := tx.NextTaskSequence(ctx, ws.ID)
-		if err != nil {
-			return store.Task{}, err
-		}
-		t.Identifier = fmt.Sprintf("%s-%d", ws.TaskPrefix, seq)
 	}
 	return t, nil
 }
