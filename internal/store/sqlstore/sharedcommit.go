@@ -106,9 +106,12 @@ func (s *Store) inSharedTx(ctx context.Context, fn func(store.Queries) error) er
 }
 
 // leadGroup runs, in first's goroutine and holding a group slot, first and
-// whatever is queued as one transaction, tells the other members their
-// results and returns first's; then it passes the slot to the first member
-// still queued, or frees it.
+// whatever is queued as one transaction, and tells the other members their
+// results. While more transactions queue it goes on running them as the
+// next groups (up to maxLedGroups), since handing the slot to a waiting
+// goroutine would leave the writer idle until the scheduler runs it; then
+// it passes the slot to the first member still queued, or frees it, and
+// returns first's result.
 //
 // A group of one is first's own transaction. When any fn of a larger group
 // fails (or panics) the transaction rolls back and every member runs alone,
@@ -130,14 +133,45 @@ func (s *Store) leadGroup(first *groupMember) groupResult {
 		next.res <- groupResult{lead: true}
 	}()
 	c.mu.Lock()
-	n := min(len(c.queue), maxGroupMembers-1)
-	group := append([]*groupMember{first}, c.queue[:n]...)
-	c.queue = c.queue[n:]
+	group := c.takeGroup(first)
 	c.mu.Unlock()
-
 	if len(group) == 1 {
 		return groupResult{err: s.inTx(first.ctx, first.fn)}
 	}
+	own := s.runGroup(group)
+	for range maxLedGroups - 1 {
+		c.mu.Lock()
+		if len(c.queue) < 2 {
+			// One left runs alone when the slot reaches it: running it
+			// here would make it wait for this goroutine's own return.
+			c.mu.Unlock()
+			break
+		}
+		next := c.queue[0]
+		c.queue = c.queue[1:]
+		group := c.takeGroup(next)
+		c.mu.Unlock()
+		r := s.runGroup(group)
+		next.res <- r
+	}
+	return own
+}
+
+// maxLedGroups bounds how many groups one goroutine runs in a row before
+// it hands the slot on and returns to its own caller.
+const maxLedGroups = 8
+
+// takeGroup is first and up to maxGroupMembers-1 queued members; c.mu held.
+func (c *committer) takeGroup(first *groupMember) []*groupMember {
+	n := min(len(c.queue), maxGroupMembers-1)
+	group := append([]*groupMember{first}, c.queue[:n]...)
+	c.queue = c.queue[n:]
+	return group
+}
+
+// runGroup runs a group of two or more, tells every member but the first
+// its result and returns the first's.
+func (s *Store) runGroup(group []*groupMember) groupResult {
 	err := s.groupTx(group)
 	r := groupResult{err: err, alone: err == errGroupMember}
 	if r.alone {
