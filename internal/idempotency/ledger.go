@@ -437,15 +437,18 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 		outcome := Created
 		if op.ExternalID != "" {
 			// Settlement: the predicate includes external_id, so a released
-			// identity is never stamped; 0 rows → identity lost.
-			n, err := tx.SettleExternalID(ctx, op.TaskID, op.ExternalID, now)
-			if err != nil {
+			// identity is never stamped; 0 rows → identity lost. The task
+			// row is locked, so whether it settles is known from the row
+			// read under the lock, and the UPDATE (checked against that)
+			// needs no round trip of its own.
+			settles := task.ExternalID == op.ExternalID && task.ExternalIDSettledAt == nil
+			if err := tx.SettleLockedExternalID(ctx, op.TaskID, op.ExternalID, now, settles); err != nil {
 				return err
 			}
-			if n == 0 {
-				outcome = CreatedIdentityLost
-			} else {
+			if settles {
 				task.ExternalIDSettledAt = &now
+			} else {
+				outcome = CreatedIdentityLost
 			}
 		} else if op.ReleaseApplied {
 			outcome = CreatedIdentityLost

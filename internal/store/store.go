@@ -218,6 +218,12 @@ type TaskQueries interface {
 	// SettleExternalID is the settlement UPDATE whose predicate includes
 	// external_id; it returns the affected row count.
 	SettleExternalID(ctx context.Context, taskID, externalID string, at time.Time) (int64, error)
+	// SettleLockedExternalID is the same settlement UPDATE for a caller whose
+	// transaction holds the task's row lock and so knows whether it settles
+	// (settles: one row, else none): nothing waits for its answer, so on
+	// PostgreSQL it travels with the next statement, and a count that
+	// differs fails the transaction.
+	SettleLockedExternalID(ctx context.Context, taskID, externalID string, at time.Time, settles bool) error
 	SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error
 	// SetTaskCreated marks a task complete at its first revision (the
 	// creation's last write): only the columns that change, so no index of

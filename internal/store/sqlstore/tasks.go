@@ -236,6 +236,20 @@ func (q queries) SettleExternalID(ctx context.Context, taskID, externalID string
 	return n, q.wrap("settle external id", err)
 }
 
+func (q queries) SettleLockedExternalID(ctx context.Context, taskID, externalID string, at time.Time, settles bool) error {
+	want := int64(0)
+	if settles {
+		want = 1
+	}
+	return q.execLater(ctx, "settle external id", func(n int64) error {
+		if n != want {
+			return fmt.Errorf("settle external id: %d rows settled under the task's lock, %d expected", n, want)
+		}
+		return nil
+	}, `UPDATE tasks SET external_id_settled_at = $1
+		WHERE id = $2 AND external_id = $3 AND external_id_settled_at IS NULL`, at, taskID, externalID)
+}
+
 func (q queries) SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time) error {
 	return q.execLater(ctx, "set task created", exactlyOne("set task created"),
 		`UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4 WHERE id = $1`,

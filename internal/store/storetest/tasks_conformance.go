@@ -19,6 +19,52 @@ var taskTests = []contractTest{
 	{name: "list tasks pages and hides preparing", fn: testListTasks},
 	{name: "a completed task is found by its source reference", fn: testFindTaskBySourceRef},
 	{name: "set task created writes state, revision and time only", fn: testSetTaskCreated},
+	{name: "settlement under the task's lock checks its count", fn: testSettleLockedExternalID},
+}
+
+// testSettleLockedExternalID: the settlement UPDATE a lock holder sends
+// without waiting keeps the predicate on external_id, and a count other
+// than the one the caller knows fails the transaction.
+func testSettleLockedExternalID(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "ext-1", 1)
+	must(t, s.InsertTask(ctx, task))
+	settle := func(ext string, settles bool) error {
+		return s.InTx(ctx, func(tx store.Queries) error {
+			if _, err := tx.LockTask(ctx, task.ID); err != nil {
+				return err
+			}
+			if err := tx.SettleLockedExternalID(ctx, task.ID, ext, epoch, settles); err != nil {
+				return err
+			}
+			_, err := tx.GetWorkspace(ctx, "ws") // the next statement carries it
+			return err
+		})
+	}
+	tests := []struct {
+		name        string
+		ext         string
+		settles     bool
+		wantErr     bool
+		wantSettled bool
+	}{
+		{name: "another external id settles nothing", ext: "ext-2", settles: false},
+		{name: "a count other than expected fails", ext: "ext-2", settles: true, wantErr: true},
+		{name: "its own external id settles", ext: "ext-1", settles: true, wantSettled: true},
+		{name: "a settled identity is not stamped again", ext: "ext-1", settles: false, wantSettled: true},
+	}
+	for _, tc := range tests {
+		err := settle(tc.ext, tc.settles)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: err = %v, want error %v", tc.name, err, tc.wantErr)
+		}
+		got, err := s.GetTask(ctx, task.ID)
+		must(t, err)
+		if (got.ExternalIDSettledAt != nil) != tc.wantSettled {
+			t.Errorf("%s: settled_at = %v, want set %v", tc.name, got.ExternalIDSettledAt, tc.wantSettled)
+		}
+	}
 }
 
 func testSetTaskCreated(t *testing.T, s store.Store) {
