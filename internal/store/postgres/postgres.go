@@ -11,8 +11,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,9 +83,6 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	dcfg := cfg.Copy()
 	dcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	dcfg.MaxConns = max(cfg.MaxConns/2, 4)
-	if n, _ := strconv.Atoi(os.Getenv("GW_DPOOL")); n > 0 {
-		dcfg.MaxConns = int32(n)
-	}
 	deferred, err := pgxpool.NewWithConfig(ctx, dcfg)
 	if err != nil {
 		pool.Close()
@@ -502,8 +497,8 @@ type deferredStmt struct {
 var (
 	_ sqlstore.Deferrer    = (*pgTx)(nil)
 	_ sqlstore.RowDeferrer = (*pgTx)(nil)
-	_ sqlstore.Batcher  = (*pgTx)(nil)
-	_ sqlstore.Batcher  = (*Driver)(nil)
+	_ sqlstore.Batcher     = (*pgTx)(nil)
+	_ sqlstore.Batcher     = (*Driver)(nil)
 )
 
 var errTxDone = errors.New("transaction already finished")
