@@ -63,7 +63,7 @@ var ErrPermanent = errors.New("permanent failure")
 const (
 	DefaultConcurrency = 4
 	DefaultLease       = 30 * time.Second
-	DefaultBatchSize   = 1
+	DefaultBatchSize   = 16
 	DefaultMaxYield    = time.Second
 	DefaultMaxAttempts = 8
 	DefaultMaxIdle     = time.Second
@@ -104,9 +104,10 @@ type WorkerOptions struct {
 	// speed once the burst ends.
 	Yield    func() bool
 	MaxYield time.Duration
-	// BatchSize is how many deliveries one goroutine claims at a time. One
-	// keeps leases short and spreads work evenly across goroutines and
-	// replicas.
+	// BatchSize is how many deliveries one goroutine claims at a time and
+	// processes concurrently; their transactions share commits where the
+	// store shares them (store.WithSharedCommit), and their outcomes are
+	// written together. One processes a delivery at a time.
 	BatchSize int
 	// MaxAttempts is the number of attempts after which a failing delivery
 	// ends failed.
@@ -314,8 +315,8 @@ func (w *Worker) yield(ctx context.Context) {
 }
 
 // claimAndProcess claims one batch, processes its deliveries concurrently
-// and records their outcomes in one transaction, returning how many
-// deliveries it claimed. Their entities are distinct (a second delivery of
+// and records their outcomes as they finish (those that finish together in
+// one transaction), returning how many deliveries it claimed. Their entities are distinct (a second delivery of
 // an entity in the batch finds the entity leased and is postponed), and
 // their transactions share commits (store.WithSharedCommit), so a batch
 // costs a few commits instead of several per delivery. The claim runs under
@@ -353,22 +354,35 @@ func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (i
 		}
 		seen[j.d.EntityKey] = true
 	}
+	// Outcomes are written as they come: whatever has finished while the
+	// previous write ran goes in the next one, so a slow delivery delays
+	// neither the others' outcomes nor their entities' release.
+	finished := make(chan store.Delivery, len(jobs))
 	for _, j := range jobs {
 		switch {
 		case j.done:
+			finished <- j.d
 		case !w.claiming(claimCtx):
-			j.done, j.d = true, w.putBack(ctx, j.d)
 			j.cancel()
+			finished <- w.putBack(ctx, j.d)
 		default:
-			wg.Go(func() { j.d = w.runJob(ctx, owner, j) })
+			go func() { finished <- w.runJob(ctx, owner, j) }()
 		}
 	}
-	wg.Wait()
-	done := make([]store.Delivery, len(jobs))
-	for i, j := range jobs {
-		done[i] = j.d
+	for left := len(jobs); left > 0; {
+		batch := []store.Delivery{<-finished}
+	collect:
+		for {
+			select {
+			case d := <-finished:
+				batch = append(batch, d)
+			default:
+				break collect
+			}
+		}
+		left -= len(batch)
+		w.finish(ctx, owner, batch)
 	}
-	w.finish(ctx, owner, done)
 	return len(ds), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,7 @@ type fakeProcessor struct {
 	processed map[string]int // delivery ID → Process calls
 	gates     map[string]chan struct{}
 	gated     map[string]bool
+	order     map[string][]string // entity → delivery IDs in the order processed
 }
 
 func newFakeProcessor() *fakeProcessor {
@@ -48,6 +50,7 @@ func newFakeProcessor() *fakeProcessor {
 		processed: map[string]int{},
 		gates:     map[string]chan struct{}{},
 		gated:     map[string]bool{},
+		order:     map[string][]string{},
 	}
 }
 
@@ -68,6 +71,7 @@ func (p *fakeProcessor) Process(ctx context.Context, d store.Delivery, prep Prep
 		p.overlaps++
 	}
 	p.processed[d.ID]++
+	p.order[prep.EntityKey] = append(p.order[prep.EntityKey], d.ID)
 	gate := p.gates[prep.EntityKey]
 	if gate != nil && !p.gated[prep.EntityKey] {
 		p.gated[prep.EntityKey] = true
@@ -385,6 +389,27 @@ func TestWorkerSerializesEntity(t *testing.T) {
 			if calls[id] != 1 {
 				t.Errorf("delivery %s processed %d times, want 1", id, calls[id])
 			}
+		}
+	})
+}
+
+// TestWorkerKeepsEntityOrder: deliveries of one entity claimed in one batch
+// are processed in the order they were received, the later ones after the
+// earlier has finished.
+func TestWorkerKeepsEntityOrder(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		proc := newFakeProcessor()
+		ids := insert(t, st, time.Now(), body("A", modeOK), body("B", modeOK), body("A", modeOK), body("A", modeOK))
+		startWorker(t, st, proc, time.Now, WorkerOptions{Concurrency: 1, BatchSize: 16, BusyDelay: time.Millisecond})
+		for _, id := range ids {
+			waitStatus(t, st, id, store.DeliverySucceeded, nil)
+		}
+		proc.mu.Lock()
+		got := proc.order["A"]
+		proc.mu.Unlock()
+		if want := []string{ids[0], ids[2], ids[3]}; !slices.Equal(got, want) {
+			t.Errorf("deliveries of A processed in the order %v, want %v (as received)", got, want)
 		}
 	})
 }
