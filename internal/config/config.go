@@ -129,10 +129,6 @@ func Expand(text string, lookup func(string) (string, bool)) (string, error) {
 	return out, nil
 }
 
-// Load reads and validates a YAML file, expanding ${VAR} from the process
-// environment.
-func Load(path string) (Config, error) { return LoadEnv(path, os.LookupEnv) }
-
 // LoadEnv reads and validates a YAML file, expanding ${VAR} with lookup.
 // Errors name the file and, where the problem has a place in it, the line
 // ("config gateway.yaml: line 12: connection ...").
