@@ -195,6 +195,20 @@ func assertCompleted(t testing.TB, st *sqlstore.Store, opID, ext string, contrib
 
 func assertCompletedAs(t testing.TB, st *sqlstore.Store, opID, ext string, contribs int, outcome Outcome) store.Task {
 	t.Helper()
+	task := assertOperationCompleted(t, st, opID, ext, contribs, outcome)
+	if n := count(t, st, `SELECT COUNT(*) FROM tasks WHERE workspace_id = $1`, testWS); n != 1 {
+		t.Errorf("tasks in workspace = %d, want 1", n)
+	}
+	if n := count(t, st, `SELECT COUNT(*) FROM task_remote_contribution_associations`); n != contribs {
+		t.Errorf("association rows = %d, want %d", n, contribs)
+	}
+	return task
+}
+
+// assertOperationCompleted checks one completed creation (its operation,
+// task, associations and task.created), whatever else the store holds.
+func assertOperationCompleted(t testing.TB, st *sqlstore.Store, opID, ext string, contribs int, outcome Outcome) store.Task {
+	t.Helper()
 	ctx := context.Background()
 	op, err := st.GetOperation(ctx, opID)
 	if err != nil {
@@ -222,9 +236,6 @@ func assertCompletedAs(t testing.TB, st *sqlstore.Store, opID, ext string, contr
 	if task.Revision != 1 {
 		t.Errorf("task revision = %d, want 1", task.Revision)
 	}
-	if n := count(t, st, `SELECT COUNT(*) FROM tasks WHERE workspace_id = $1`, testWS); n != 1 {
-		t.Errorf("tasks in workspace = %d, want 1", n)
-	}
 	assocs, err := st.ListAssociationsForTask(ctx, task.ID)
 	if err != nil {
 		t.Fatalf("list associations: %v", err)
@@ -236,9 +247,6 @@ func assertCompletedAs(t testing.TB, st *sqlstore.Store, opID, ext string, contr
 		if a.OperationID != op.ID {
 			t.Errorf("association operation = %q, want %q", a.OperationID, op.ID)
 		}
-	}
-	if n := count(t, st, `SELECT COUNT(*) FROM task_remote_contribution_associations`); n != contribs {
-		t.Errorf("association rows = %d, want %d", n, contribs)
 	}
 	events := eventsOfTask(t, st, task.ID)
 	if len(events) != 1 {

@@ -3,8 +3,10 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -959,4 +961,71 @@ func TestBeginRefusesUnsupportedSteps(t *testing.T) {
 		}
 		assertUnchanged(t, before, takeSnapshot(t, st), "refused Begin")
 	})
+}
+
+// TestFailpointInSharedCommits: creations whose transactions share commits
+// with other entities' (store.WithSharedCommit, as the workers run them;
+// SQLite shares, PostgreSQL runs each alone) keep every durable boundary.
+// One creation crashes at each failpoint while others run beside it; the
+// others complete, and recovery completes the crashed one: one task per
+// identity, each with its association.
+func TestFailpointInSharedCommits(t *testing.T) {
+	t.Parallel()
+	for _, failpoint := range []string{FailAfterBegin, FailAfterStepClaim, FailAfterEffectWrite, FailAfterPhaseA, FailAfterPhaseB} {
+		t.Run(failpoint, func(t *testing.T) {
+			t.Parallel()
+			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+				ctx := store.WithSharedCommit(store.WithDeferredSync(context.Background()))
+				clock := newTestClock()
+				crashed := New(st, discardLogger(), clock.Now)
+				crashed.Failpoint = crashAt(failpoint)
+				healthy := New(st, discardLogger(), clock.Now)
+
+				const others = 6
+				errs := make([]error, others)
+				var wg sync.WaitGroup
+				for i := range others {
+					wg.Go(func() {
+						_, errs[i] = healthy.Create(ctx, createRequest(fmt.Sprint("ext-ok-", i), contribution(fmt.Sprint(200+i))))
+					})
+				}
+				_, crashErr := crashed.Create(ctx, createRequest("ext-crash", contribution("101")))
+				wg.Wait()
+				if !errors.Is(crashErr, errCrash) {
+					t.Fatalf("crashed Create = %v, want the simulated crash", crashErr)
+				}
+				for i, err := range errs {
+					if err != nil {
+						t.Errorf("create %d beside the crash: %v", i, err)
+					}
+				}
+
+				c := New(st, discardLogger(), clock.Now)
+				r := NewRecoverer(c, st, discardLogger())
+				pastGraceAndLease(clock, c, r)
+				if _, err := r.RunOnce(context.Background()); err != nil {
+					t.Fatalf("RunOnce: %v", err)
+				}
+				for i := range others {
+					ext := fmt.Sprint("ext-ok-", i)
+					task, err := st.LookupTaskByExternalID(context.Background(), testWS, ext)
+					if err != nil {
+						t.Fatalf("lookup %s: %v", ext, err)
+					}
+					assertOperationCompleted(t, st, task.CreationOperationID, ext, 1, Created)
+				}
+				task, err := st.LookupTaskByExternalID(context.Background(), testWS, "ext-crash")
+				if err != nil {
+					t.Fatalf("lookup ext-crash: %v", err)
+				}
+				assertOperationCompleted(t, st, task.CreationOperationID, "ext-crash", 1, Created)
+				if n := count(t, st, `SELECT COUNT(*) FROM tasks`); n != others+1 {
+					t.Errorf("tasks = %d, want %d", n, others+1)
+				}
+				if n := count(t, st, `SELECT COUNT(*) FROM task_remote_contribution_associations`); n != others+1 {
+					t.Errorf("association rows = %d, want %d", n, others+1)
+				}
+			})
+		})
+	}
 }
