@@ -58,6 +58,8 @@ func main() {
 	senders := flag.Int("senders", 64, "concurrent senders for the throughput phase")
 	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
+	preloadDeliveries := flag.Int("preload-deliveries", 0, "finished deliveries stored in each run's fresh database before the gateway starts (the flat-cost experiment; not with the prune phase)")
+	preloadTasks := flag.Int("preload-tasks", 0, "complete tasks, with their creation operations, stored likewise (in a workspace of their own)")
 	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept), drain (--drain-deliveries new issues sent as fast as they are acknowledged, then tasks/s against acks/s)")
 	drainN := flag.Int("drain-deliveries", 6000, "new issues the drain phase sends")
 	pruneRows := flag.Int("prune-rows", 100_000, "expired deliveries the prune phase seeds")
@@ -78,6 +80,13 @@ func main() {
 	}
 	fmt.Printf("payload: %d bytes, signed (X-Hub-Signature-256); senders: %d; phase: %s\n", len(tmpl.raw), *senders, *duration)
 	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra), drainN: *drainN}
+	if *preloadDeliveries > 0 || *preloadTasks > 0 {
+		b.seed = func(url string) {
+			began := time.Now()
+			seedStored(url, tmpl, *preloadDeliveries, *preloadTasks)
+			fmt.Printf("preloaded %d deliveries and %d tasks in %s\n", *preloadDeliveries, *preloadTasks, time.Since(began).Round(time.Second))
+		}
+	}
 	var results []round
 	for i := range max(*rounds, 1) {
 		fmt.Printf("\n== round %d\n", i+1)

@@ -35,7 +35,8 @@ type pruneResult struct {
 // start-up, delete the whole backlog in its batches while the senders run.
 func (b *bench) prunePhase(rows int, d time.Duration) pruneResult {
 	res := pruneResult{rows: rows}
-	defer func() { b.seed, b.config = nil, "" }()
+	preload := b.seed
+	defer func() { b.seed, b.config = preload, "" }()
 	var db string
 	b.seed = func(url string) {
 		db = url

@@ -1,0 +1,97 @@
+package main
+
+// Preloading: the flat-cost experiment runs the phases against a database
+// that already holds what a gateway accumulates (finished deliveries, tasks
+// and their creation operations), to compare with an empty one.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// preloadWorkspace holds the preloaded tasks, apart from the bench
+// workspace whose tasks the phases list and count. The tables and their
+// indexes are shared, which is what the experiment is about.
+const preloadWorkspace = "stored"
+
+// seedStored migrates the database and stores deliveries finished
+// deliveries (succeeded an hour ago, within any retention) through the
+// inbox's own insert, then tasks complete tasks with their completed
+// creation operations. The tasks' task.created events are not stored: in
+// a gateway that has run for a while they are long projected, and stored
+// here they would only give the projector a backlog to work through during
+// the measurement.
+func seedStored(url string, t *template, deliveries, tasks int) {
+	ctx := context.Background()
+	s := openBenchStore(ctx, url)
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "migrate:", err)
+		os.Exit(1)
+	}
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "preload:", err)
+		os.Exit(1)
+	}
+	finished := time.Now().UTC().Add(-time.Hour)
+	const batch = 1000
+	for start := 0; start < deliveries; start += batch {
+		ds := make([]store.Delivery, 0, batch)
+		for i := start; i < min(start+batch, deliveries); i++ {
+			body, _ := t.delivery(int64(-1 - i)) // negative: never the numbers the senders use
+			ds = append(ds, store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues",
+				DeliveryKey: "stored-" + uuid.NewString(), Headers: `{"X-Github-Event":["issues"]}`, Body: body,
+				ReceivedAt: finished.Add(-time.Second)})
+		}
+		if _, err := s.InsertDeliveries(ctx, ds); err != nil {
+			fail(err)
+		}
+	}
+	if deliveries > 0 {
+		if _, err := s.Driver().Exec(ctx, `UPDATE deliveries SET status = 'succeeded', attempts = 1, processed_at = $1,
+			next_attempt_at = $1, outcome_action = 'create', outcome_result = 'created' WHERE delivery_key LIKE 'stored-%'`, finished); err != nil {
+			fail(err)
+		}
+	}
+	if tasks == 0 {
+		return
+	}
+	if err := s.UpsertWorkspace(ctx, store.Workspace{ID: preloadWorkspace, Name: "Stored", TaskPrefix: "STORED",
+		CreatedAt: finished, Steps: []store.Step{{ID: "backlog", Name: "Backlog"}}}); err != nil {
+		fail(err)
+	}
+	for start := 0; start < tasks; start += batch {
+		err := s.InTx(ctx, func(tx store.Queries) error {
+			for i := start; i < min(start+batch, tasks); i++ {
+				n := strconv.Itoa(i + 1)
+				at := finished.Add(time.Duration(i) * time.Millisecond)
+				opID, taskID := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+				ext := "github:github.com:issue:stored-" + n
+				task := store.Task{ID: taskID, WorkspaceID: preloadWorkspace, Title: "Stored task " + n,
+					WorkflowStepID: "backlog", Labels: []string{"bug"}, ExternalID: ext, ExternalIDSettledAt: &at,
+					CreationState: store.CreationComplete, CreationOperationID: opID, Revision: 1, CreatedAt: at, UpdatedAt: at,
+					Source: &store.Source{Provider: "github", Kind: "issue", Ref: "stored/repo#" + n,
+						URL: "https://github.com/stored/repo/issues/" + n}}
+				if err := tx.InsertNumberedTask(ctx, task, func(string) {}); err != nil {
+					return err
+				}
+				if err := tx.InsertOperation(ctx, store.Operation{ID: opID, WorkspaceID: preloadWorkspace, TaskID: taskID,
+					State: store.OpCompleted, Outcome: "created", PlanJSON: "{}", ManifestSHA256: "-", ActorJSON: "{}",
+					ActorBindingSHA256: "-", CompletionTokenSHA256: "-", ExternalID: ext, CreatedAt: at, UpdatedAt: at}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			fail(err)
+		}
+	}
+}
