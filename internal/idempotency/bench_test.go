@@ -15,8 +15,8 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
-// Benchmarks of task creation (docs/benchmarks.md, "Task creation (issues 2
-// and 3)"). Each runs per dialect on a fresh store; PostgreSQL skips without
+// Benchmarks of task creation (docs/benchmarks.md, "Task creation"). Each
+// runs per dialect on a fresh store; PostgreSQL skips without
 // GATEWAY_TEST_POSTGRES_URL.
 //
 //	go test ./internal/idempotency -run '^$' -bench . -benchtime 2000x -count 3
