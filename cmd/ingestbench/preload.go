@@ -43,24 +43,8 @@ func seedStored(url string, t *template, deliveries, tasks int) {
 		os.Exit(1)
 	}
 	finished := time.Now().UTC().Add(-time.Hour)
-	const batch = 1000
-	for start := 0; start < deliveries; start += batch {
-		ds := make([]store.Delivery, 0, batch)
-		for i := start; i < min(start+batch, deliveries); i++ {
-			body, _ := t.delivery(int64(-1 - i)) // negative: never the numbers the senders use
-			ds = append(ds, store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues",
-				DeliveryKey: "stored-" + uuid.NewString(), Headers: `{"X-Github-Event":["issues"]}`, Body: body,
-				ReceivedAt: finished.Add(-time.Second)})
-		}
-		if _, err := s.InsertDeliveries(ctx, ds); err != nil {
-			fail(err)
-		}
-	}
-	if deliveries > 0 {
-		if _, err := s.Driver().Exec(ctx, `UPDATE deliveries SET status = 'succeeded', attempts = 1, processed_at = $1,
-			next_attempt_at = $1, outcome_action = 'create', outcome_result = 'created' WHERE delivery_key LIKE 'stored-%'`, finished); err != nil {
-			fail(err)
-		}
+	if err := seedFinished(ctx, s, t, deliveries, "stored-", finished); err != nil {
+		fail(err)
 	}
 	defer settle(ctx, s, url)
 	if tasks == 0 {
@@ -70,6 +54,7 @@ func seedStored(url string, t *template, deliveries, tasks int) {
 		CreatedAt: finished, Steps: []store.Step{{ID: "backlog", Name: "Backlog"}}}); err != nil {
 		fail(err)
 	}
+	const batch = 1000
 	for start := 0; start < tasks; start += batch {
 		err := s.InTx(ctx, func(tx store.Queries) error {
 			for i := start; i < min(start+batch, tasks); i++ {

@@ -116,26 +116,36 @@ func seedExpired(url string, t *template, rows int) {
 		fmt.Fprintln(os.Stderr, "migrate:", err)
 		os.Exit(1)
 	}
-	finished := time.Now().UTC().Add(-30 * 24 * time.Hour)
+	if err := seedFinished(ctx, s, t, rows, "expired-", time.Now().UTC().Add(-30*24*time.Hour)); err != nil {
+		fmt.Fprintln(os.Stderr, "seed:", err)
+		os.Exit(1)
+	}
+}
+
+// seedFinished stores rows deliveries keyed keyPrefix+UUID, as succeeded at
+// finished, through the inbox's own insert; their bodies are the
+// template's with negative numbers, never those the senders use.
+func seedFinished(ctx context.Context, s *sqlstore.Store, t *template, rows int, keyPrefix string, finished time.Time) error {
 	const batch = 1000
 	for start := 0; start < rows; start += batch {
 		ds := make([]store.Delivery, 0, batch)
 		for i := start; i < min(start+batch, rows); i++ {
-			body, _ := t.delivery(int64(-1 - i)) // negative: never the numbers the senders use
+			body, _ := t.delivery(int64(-1 - i))
 			ds = append(ds, store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues",
-				DeliveryKey: "expired-" + uuid.NewString(), Headers: `{"X-Github-Event":["issues"]}`, Body: body,
+				DeliveryKey: keyPrefix + uuid.NewString(), Headers: `{"X-Github-Event":["issues"]}`, Body: body,
 				ReceivedAt: finished.Add(-time.Second)})
 		}
 		if _, err := s.InsertDeliveries(ctx, ds); err != nil {
-			fmt.Fprintln(os.Stderr, "seed:", err)
-			os.Exit(1)
+			return err
 		}
 	}
-	if _, err := s.Driver().Exec(ctx, `UPDATE deliveries SET status = 'succeeded', attempts = 1, processed_at = $1,
-		next_attempt_at = $1, outcome_action = 'create', outcome_result = 'created' WHERE delivery_key LIKE 'expired-%'`, finished); err != nil {
-		fmt.Fprintln(os.Stderr, "seed:", err)
-		os.Exit(1)
+	if rows == 0 {
+		return nil
 	}
+	_, err := s.Driver().Exec(ctx, `UPDATE deliveries SET status = 'succeeded', attempts = 1, processed_at = $1,
+		next_attempt_at = $1, outcome_action = 'create', outcome_result = 'created' WHERE delivery_key LIKE $2`,
+		finished, keyPrefix+"%")
+	return err
 }
 
 // countExpired counts the seeded deliveries still stored.
