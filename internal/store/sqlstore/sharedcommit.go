@@ -56,15 +56,14 @@ type committer struct {
 	mu      sync.Mutex
 	queue   []*groupMember
 	enabled bool
-	running int // groups in flight
-	limit   int
+	leading bool // a goroutine runs groups (one at a time: one writer)
 	// committed counts the groups of two or more that committed together.
 	committed atomic.Int64
 }
 
 func newCommitter(d Driver) *committer {
 	c, ok := d.(CommitSharer)
-	return &committer{enabled: ok && c.SharesCommits(), limit: 1}
+	return &committer{enabled: ok && c.SharesCommits()}
 }
 
 // AcquireEntityLease shares a commit like any transaction when ctx asks for
@@ -86,9 +85,9 @@ func (s *Store) inSharedTx(ctx context.Context, fn func(store.Queries) error) er
 	c := s.shared
 	m := &groupMember{ctx: ctx, fn: fn, res: make(chan groupResult, 1)}
 	c.mu.Lock()
-	lead := c.running < c.limit
+	lead := !c.leading
 	if lead {
-		c.running++
+		c.leading = true
 	} else {
 		c.queue = append(c.queue, m)
 	}
@@ -123,7 +122,7 @@ func (s *Store) leadGroup(first *groupMember) groupResult {
 	defer func() {
 		c.mu.Lock()
 		if len(c.queue) == 0 {
-			c.running--
+			c.leading = false
 			c.mu.Unlock()
 			return
 		}
@@ -186,7 +185,7 @@ func (s *Store) runGroup(group []*groupMember) groupResult {
 // errGroupMember: a member's fn failed; the group rolled back.
 var errGroupMember = fmt.Errorf("shared transaction member failed")
 
-func (s *Store) groupTx(group []*groupMember) (err error) {
+func (s *Store) groupTx(group []*groupMember) error {
 	// The transaction outlives no member's wish to cancel only through the
 	// members' own statements (each fn uses its own ctx); the group's
 	// BEGIN/COMMIT run detached, under the statement deadline. It syncs
@@ -198,34 +197,27 @@ func (s *Store) groupTx(group []*groupMember) (err error) {
 			break
 		}
 	}
-	ctx, cancel := withDeadline(context.WithoutCancel(base))
-	defer cancel()
-	tx, err := s.driver.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", s.classify(err))
+	err := s.inTx(context.WithoutCancel(base), func(q store.Queries) error {
+		for _, m := range group {
+			if m.ctx.Err() != nil || runMember(m, q) != nil {
+				return errGroupMember
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.shared.committed.Add(1)
 	}
+	return err
+}
+
+// runMember runs a member's fn, a panic becoming an error: the panicking
+// member panics again when it runs alone, in its own goroutine.
+func runMember(m *groupMember, q store.Queries) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			// The panicking member panics again when it runs alone, in its
-			// own goroutine.
-			_ = tx.Rollback(context.WithoutCancel(ctx))
 			err = errGroupMember
 		}
 	}()
-	q := queries{ex: tx, d: s.driver, inTx: true}
-	for _, m := range group {
-		if m.ctx.Err() != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			return errGroupMember
-		}
-		if err := m.fn(q); err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			return errGroupMember
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", s.classify(err))
-	}
-	s.shared.committed.Add(1)
-	return nil
+	return m.fn(q)
 }
