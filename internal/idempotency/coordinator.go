@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/metrics"
@@ -255,7 +253,7 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string, 
 		return BeginResult{}, fmt.Errorf("completion token: %w", err)
 	}
 	tokenHash := sha256Hex(token)
-	opID, taskID := timeOrderedID(), timeOrderedID()
+	opID, taskID := store.TimeOrderedID(), store.TimeOrderedID()
 	actorDoc := ActorBindingDocument{Version: 1, Actor: req.Actor.Kind, PrincipalID: req.Actor.ID,
 		WorkspaceID: req.WorkspaceID, AuthMode: req.Actor.AuthMode, AuthorityKind: req.Actor.Kind, AuthorityID: req.Actor.ID}
 	actorJSON, err := Canonical(actorDoc)
@@ -516,18 +514,6 @@ func verifyLocked(op store.Operation, steps []store.CreationStep, err error, opI
 		return op, nil, err
 	}
 	return op, steps, nil
-}
-
-// timeOrderedID returns a UUIDv7: tasks and operations are inserted in
-// time order, so each insert lands on the right edge of the primary-key
-// B-tree instead of a random leaf, and a group of creates dirties a few
-// index pages, not one per row.
-func timeOrderedID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString() // the clock or entropy failed: still unique
-	}
-	return id.String()
 }
 
 func randomHex(n int) string {

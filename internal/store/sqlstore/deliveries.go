@@ -56,7 +56,7 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 	for i, d := range ds {
 		ids[i] = d.ID
 		if ids[i] == "" {
-			ids[i] = newRowID()
+			ids[i] = store.TimeOrderedID()
 		}
 		if i > 0 {
 			b.WriteString(", ")

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -283,19 +281,6 @@ func (q queries) write(ctx context.Context, fn func(queries) error) error {
 		return fmt.Errorf("commit: %w", q.classify(err))
 	}
 	return nil
-}
-
-// newRowID returns a time-ordered UUID (version 7) for an append-heavy
-// table: each insert lands on the right edge of the primary-key B-tree
-// instead of a random leaf, so a batch dirties a few index pages, not one
-// per row (fewer WAL frames in SQLite, fewer full-page writes in
-// PostgreSQL).
-func newRowID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString() // the clock or entropy failed: still unique
-	}
-	return id.String()
 }
 
 func nullString(s string) any {
