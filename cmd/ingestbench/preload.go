@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
 )
@@ -32,12 +30,8 @@ const preloadWorkspace = "stored"
 // the measurement.
 func seedStored(url string, t *template, deliveries, tasks int) {
 	ctx := context.Background()
-	s := openBenchStore(ctx, url)
+	s := openMigratedBenchStore(ctx, url)
 	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "migrate:", err)
-		os.Exit(1)
-	}
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "preload:", err)
 		os.Exit(1)
@@ -60,7 +54,7 @@ func seedStored(url string, t *template, deliveries, tasks int) {
 			for i := start; i < min(start+batch, tasks); i++ {
 				n := strconv.Itoa(i + 1)
 				at := finished.Add(time.Duration(i) * time.Millisecond)
-				opID, taskID := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+				opID, taskID := store.TimeOrderedID(), store.TimeOrderedID()
 				ext := "github:github.com:issue:stored-" + n
 				task := store.Task{ID: taskID, WorkspaceID: preloadWorkspace, Title: "Stored task " + n,
 					WorkflowStepID: "backlog", Labels: []string{"bug"}, ExternalID: ext, ExternalIDSettledAt: &at,
@@ -88,9 +82,7 @@ func seedStored(url string, t *template, deliveries, tasks int) {
 // be, not as a bulk load leaves it: the seeding UPDATE left a dead version
 // of every delivery, which autovacuum would otherwise clean (and the
 // checkpointer write out) in the middle of the measurement.
-func settle(ctx context.Context, s interface {
-	Driver() sqlstore.Driver
-}, url string) {
+func settle(ctx context.Context, s *sqlstore.Store, url string) {
 	if strings.HasPrefix(url, "sqlite:") {
 		return
 	}

@@ -106,16 +106,22 @@ func openBenchStore(ctx context.Context, url string) *sqlstore.Store {
 	return s
 }
 
-// seedExpired migrates the database and stores rows deliveries, finished
-// (succeeded) 30 days ago, through the inbox's own insert.
-func seedExpired(url string, t *template, rows int) {
-	ctx := context.Background()
+// openMigratedBenchStore opens the run's database and migrates it.
+func openMigratedBenchStore(ctx context.Context, url string) *sqlstore.Store {
 	s := openBenchStore(ctx, url)
-	defer s.Close()
 	if err := s.Migrate(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "migrate:", err)
 		os.Exit(1)
 	}
+	return s
+}
+
+// seedExpired migrates the database and stores rows deliveries, finished
+// (succeeded) 30 days ago, through the inbox's own insert.
+func seedExpired(url string, t *template, rows int) {
+	ctx := context.Background()
+	s := openMigratedBenchStore(ctx, url)
+	defer s.Close()
 	if err := seedFinished(ctx, s, t, rows, "expired-", time.Now().UTC().Add(-30*24*time.Hour)); err != nil {
 		fmt.Fprintln(os.Stderr, "seed:", err)
 		os.Exit(1)
