@@ -435,17 +435,15 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 		task := *locked
 		now := c.now()
 		outcome := Created
+		settle := ""
 		if op.ExternalID != "" {
-			// Settlement: the predicate includes external_id, so a released
-			// identity is never stamped; 0 rows → identity lost. The task
-			// row is locked, so whether it settles is known from the row
-			// read under the lock, and the UPDATE (checked against that)
-			// needs no round trip of its own.
-			settles := task.ExternalID == op.ExternalID && task.ExternalIDSettledAt == nil
-			if err := tx.SettleLockedExternalID(ctx, op.TaskID, op.ExternalID, now, settles); err != nil {
-				return err
-			}
-			if settles {
+			// Settlement: its predicate includes external_id, so a released
+			// identity is never stamped (identity lost). The task row is
+			// locked, so whether it settles is known from the row read
+			// under the lock, and the stamp travels in the same UPDATE that
+			// completes the task, without a round trip of its own.
+			if task.ExternalID == op.ExternalID && task.ExternalIDSettledAt == nil {
+				settle = op.ExternalID
 				task.ExternalIDSettledAt = &now
 			} else {
 				outcome = CreatedIdentityLost
@@ -457,7 +455,7 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 			return fmt.Errorf("%w: settlement missed a task that holds %q", ErrCreationStateConflict, task.ExternalID)
 		}
 		task.Revision, task.UpdatedAt, task.CreationState = 1, now, store.CreationComplete
-		if err := tx.SetTaskCreated(ctx, task.ID, task.Revision, now); err != nil {
+		if err := tx.SetTaskCreated(ctx, task.ID, task.Revision, now, settle); err != nil {
 			return err
 		}
 		// The event and the operation's completion travel with the COMMIT

@@ -218,17 +218,17 @@ type TaskQueries interface {
 	// SettleExternalID is the settlement UPDATE whose predicate includes
 	// external_id; it returns the affected row count.
 	SettleExternalID(ctx context.Context, taskID, externalID string, at time.Time) (int64, error)
-	// SettleLockedExternalID is the same settlement UPDATE for a caller whose
-	// transaction holds the task's row lock and so knows whether it settles
-	// (settles: one row, else none): nothing waits for its answer, so on
-	// PostgreSQL it travels with the next statement, and a count that
-	// differs fails the transaction.
-	SettleLockedExternalID(ctx context.Context, taskID, externalID string, at time.Time, settles bool) error
 	SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error
 	// SetTaskCreated marks a task complete at its first revision (the
 	// creation's last write): only the columns that change, so no index of
-	// tasks is rewritten.
-	SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time) error
+	// tasks is rewritten. With settleExternalID it is also the settlement:
+	// external_id_settled_at is stamped in the same UPDATE, whose predicate
+	// includes external_id (and an unsettled identity). It is for a caller
+	// whose transaction holds the task's row lock and so knows the row
+	// matches: nothing waits for its answer (on PostgreSQL it travels with
+	// the next statement or the COMMIT), and a row count other than one
+	// fails the transaction (ErrNotFound).
+	SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time, settleExternalID string) error
 }
 
 // Creation operation states.

@@ -236,24 +236,16 @@ func (q queries) SettleExternalID(ctx context.Context, taskID, externalID string
 	return n, q.wrap("settle external id", err)
 }
 
-func (q queries) SettleLockedExternalID(ctx context.Context, taskID, externalID string, at time.Time, settles bool) error {
-	want := int64(0)
-	if settles {
-		want = 1
+func (q queries) SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time, settleExternalID string) error {
+	if settleExternalID == "" {
+		return q.execLater(ctx, "set task created", exactlyOne("set task created"),
+			`UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4 WHERE id = $1`,
+			taskID, store.CreationComplete, revision, at)
 	}
-	return q.execLater(ctx, "settle external id", func(n int64) error {
-		if n != want {
-			return fmt.Errorf("settle external id: %d rows settled under the task's lock, %d expected", n, want)
-		}
-		return nil
-	}, `UPDATE tasks SET external_id_settled_at = $1
-		WHERE id = $2 AND external_id = $3 AND external_id_settled_at IS NULL`, at, taskID, externalID)
-}
-
-func (q queries) SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time) error {
-	return q.execLater(ctx, "set task created", exactlyOne("set task created"),
-		`UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4 WHERE id = $1`,
-		taskID, store.CreationComplete, revision, at)
+	return q.execLater(ctx, "set task created and settled", exactlyOne("set task created and settled"),
+		`UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4, external_id_settled_at = $4
+		WHERE id = $1 AND external_id = $5 AND external_id_settled_at IS NULL`,
+		taskID, store.CreationComplete, revision, at, settleExternalID)
 }
 
 func (q queries) SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error {

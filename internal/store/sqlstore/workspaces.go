@@ -158,14 +158,6 @@ func scanWorkflowSteps(rows Rows) (map[string][]store.Step, error) {
 	return out, nil
 }
 
-func (q queries) NextTaskSequence(ctx context.Context, workspaceID string) (int64, error) {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	var n int64
-	err := q.ex.QueryRow(ctx, `UPDATE workspaces SET task_sequence = task_sequence + 1 WHERE id = $1 RETURNING task_sequence`, workspaceID).Scan(&n)
-	return n, q.wrap("next task sequence", err)
-}
-
 func (q queries) UpsertToken(ctx context.Context, tok store.Token) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()

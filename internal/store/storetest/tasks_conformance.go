@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,75 +19,80 @@ var taskTests = []contractTest{
 	{name: "release clears identity", fn: testRelease},
 	{name: "list tasks pages and hides preparing", fn: testListTasks},
 	{name: "a completed task is found by its source reference", fn: testFindTaskBySourceRef},
-	{name: "set task created writes state, revision and time only", fn: testSetTaskCreated},
-	{name: "settlement under the task's lock checks its count", fn: testSettleLockedExternalID},
+	{name: "set task created writes state, revision and time, and settles", fn: testSetTaskCreated},
 }
 
-// testSettleLockedExternalID: the settlement UPDATE a lock holder sends
-// without waiting keeps the predicate on external_id, and a count other
-// than the one the caller knows fails the transaction.
-func testSettleLockedExternalID(t *testing.T, s store.Store) {
+// testSetTaskCreated: the creation's last write changes state, revision
+// and time only; with an external id it is also the settlement, whose
+// predicate includes external_id and an unsettled identity, and a row it
+// does not match fails the transaction.
+func testSetTaskCreated(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	SeedWorkspace(t, s, "ws")
-	task := newTask("ws", "ext-1", 1)
-	must(t, s.InsertTask(ctx, task))
-	settle := func(ext string, settles bool) error {
-		return s.InTx(ctx, func(tx store.Queries) error {
+	at := epoch.Add(time.Hour)
+	tests := []struct {
+		name        string
+		settle      string // external id passed to SetTaskCreated; the row holds "ext"
+		settled     bool   // the stored identity is already settled
+		wantErr     bool
+		wantSettled bool
+	}{
+		{name: "without settlement", wantSettled: false},
+		{name: "its own external id settles", settle: "ext", wantSettled: true},
+		{name: "another external id fails and changes nothing", settle: "other", wantErr: true},
+		{name: "a settled identity fails and is not stamped again", settle: "ext", settled: true, wantErr: true, wantSettled: true},
+	}
+	for i, tc := range tests {
+		// Each case has its own row: identity "ext/<case>".
+		task := newTask("ws", fmt.Sprintf("ext/%d", i), i+1)
+		task.CreationState = store.CreationCompleting
+		task.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "o/r#1", URL: "https://x"}
+		if tc.settled {
+			task.ExternalIDSettledAt = &epoch
+		}
+		settle := tc.settle
+		if settle != "" {
+			settle = fmt.Sprintf("%s/%d", settle, i)
+		}
+		must(t, s.InsertTask(ctx, task))
+		err := s.InTx(ctx, func(tx store.Queries) error {
 			if _, err := tx.LockTask(ctx, task.ID); err != nil {
 				return err
 			}
-			if err := tx.SettleLockedExternalID(ctx, task.ID, ext, epoch, settles); err != nil {
+			if err := tx.SetTaskCreated(ctx, task.ID, 1, at, settle); err != nil {
 				return err
 			}
 			_, err := tx.GetWorkspace(ctx, "ws") // the next statement carries it
 			return err
 		})
-	}
-	tests := []struct {
-		name        string
-		ext         string
-		settles     bool
-		wantErr     bool
-		wantSettled bool
-	}{
-		{name: "another external id settles nothing", ext: "ext-2", settles: false},
-		{name: "a count other than expected fails", ext: "ext-2", settles: true, wantErr: true},
-		{name: "its own external id settles", ext: "ext-1", settles: true, wantSettled: true},
-		{name: "a settled identity is not stamped again", ext: "ext-1", settles: false, wantSettled: true},
-	}
-	for _, tc := range tests {
-		err := settle(tc.ext, tc.settles)
 		if (err != nil) != tc.wantErr {
 			t.Errorf("%s: err = %v, want error %v", tc.name, err, tc.wantErr)
 		}
+		if tc.wantErr && !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: err = %v, want ErrNotFound", tc.name, err)
+		}
 		got, err := s.GetTask(ctx, task.ID)
 		must(t, err)
+		wantState, wantRevision, wantUpdated := store.CreationComplete, int64(1), at
+		if tc.wantErr {
+			wantState, wantRevision, wantUpdated = task.CreationState, task.Revision, task.UpdatedAt
+		}
+		if got.CreationState != wantState || got.Revision != wantRevision || !got.UpdatedAt.Equal(wantUpdated) {
+			t.Errorf("%s: state %s revision %d updated %v, want %s, %d, %v",
+				tc.name, got.CreationState, got.Revision, got.UpdatedAt, wantState, wantRevision, wantUpdated)
+		}
 		if (got.ExternalIDSettledAt != nil) != tc.wantSettled {
 			t.Errorf("%s: settled_at = %v, want set %v", tc.name, got.ExternalIDSettledAt, tc.wantSettled)
 		}
+		if tc.settle != "" && !tc.wantErr && !got.ExternalIDSettledAt.Equal(at) {
+			t.Errorf("%s: settled_at = %v, want %v", tc.name, got.ExternalIDSettledAt, at)
+		}
+		if got.Title != task.Title || got.Source == nil || got.Source.Ref != "o/r#1" || got.ExternalID != task.ExternalID ||
+			got.WorkflowStepID != task.WorkflowStepID || !got.CreatedAt.Equal(task.CreatedAt) {
+			t.Errorf("%s: SetTaskCreated changed other fields: %+v", tc.name, got)
+		}
 	}
-}
-
-func testSetTaskCreated(t *testing.T, s store.Store) {
-	ctx := context.Background()
-	SeedWorkspace(t, s, "ws")
-	task := newTask("ws", "ext-1", 1)
-	task.CreationState = store.CreationCompleting
-	task.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "o/r#1", URL: "https://x"}
-	must(t, s.InsertTask(ctx, task))
-	at := epoch.Add(time.Hour)
-	must(t, s.SetTaskCreated(ctx, task.ID, 1, at))
-	got, err := s.GetTask(ctx, task.ID)
-	must(t, err)
-	if got.CreationState != store.CreationComplete || got.Revision != 1 || !got.UpdatedAt.Equal(at) {
-		t.Errorf("after SetTaskCreated: state %s revision %d updated %v, want complete, 1, %v",
-			got.CreationState, got.Revision, got.UpdatedAt, at)
-	}
-	if got.Title != task.Title || got.Source == nil || got.Source.Ref != "o/r#1" || got.ExternalID != "ext-1" ||
-		got.WorkflowStepID != task.WorkflowStepID || !got.CreatedAt.Equal(task.CreatedAt) {
-		t.Errorf("SetTaskCreated changed other fields: %+v", got)
-	}
-	if err := s.SetTaskCreated(ctx, uuid.NewString(), 1, at); !errors.Is(err, store.ErrNotFound) {
+	if err := s.SetTaskCreated(ctx, uuid.NewString(), 1, at, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetTaskCreated of a missing task: err = %v, want ErrNotFound", err)
 	}
 }
