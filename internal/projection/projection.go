@@ -106,39 +106,63 @@ func (p *Projector) RunOnce(ctx context.Context) error {
 	return nil
 }
 
-// consumeOutbox: after task.created, a task's projection rows with an API
-// token are due for a refresh (the payload may have been partial).
+// outboxBatch is how many events one read of the outbox takes.
+const outboxBatch = 200
+
+// consumeOutbox reads the outbox up to its end, a batch at a time: a pass
+// that stopped after one batch would fall behind whenever tasks are
+// created faster than a batch per Interval.
 func (p *Projector) consumeOutbox(ctx context.Context) error {
+	for {
+		n, err := p.consumeOutboxBatch(ctx)
+		if err != nil || n < outboxBatch {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// consumeOutboxBatch: after task.created, a task's projection rows with an
+// API token are due for a refresh (the payload may have been partial). It
+// returns how many events it read.
+func (p *Projector) consumeOutboxBatch(ctx context.Context) (int, error) {
 	cursor, err := p.st.GetOutboxCursor(ctx, Consumer)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	events, err := p.st.ReadTaskEvents(ctx, cursor, 200)
+	events, err := p.st.ReadTaskEvents(ctx, cursor, outboxBatch)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	// One read of the projection rows for every task the batch created,
+	// not one per event: most created tasks have none.
+	var created []string
 	for _, ev := range events {
 		if ev.Type == store.EventTaskCreated {
-			rows, err := p.st.ListProjectionsForTasks(ctx, ev.TaskID)
-			if err != nil {
-				return err
-			}
-			for _, r := range rows {
-				if conn, ok := p.conns(r.ConnectionID); ok && conn.APIToken != "" && r.LastSyncedAt == nil && r.NextSyncAt == nil {
-					due := p.now()
-					r.NextSyncAt = &due
-					if err := p.st.UpdateProjectionSync(ctx, r); err != nil {
-						return err
-					}
+			created = append(created, ev.TaskID)
+		}
+	}
+	if len(created) > 0 {
+		rows, err := p.st.ListProjectionsForTasks(ctx, created...)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range rows {
+			if conn, ok := p.conns(r.ConnectionID); ok && conn.APIToken != "" && r.LastSyncedAt == nil && r.NextSyncAt == nil {
+				due := p.now()
+				r.NextSyncAt = &due
+				if err := p.st.UpdateProjectionSync(ctx, r); err != nil {
+					return 0, err
 				}
 			}
 		}
-		cursor = ev.ID
 	}
-	if len(events) > 0 {
-		return p.st.SaveOutboxCursor(ctx, Consumer, cursor, p.now())
+	if len(events) == 0 {
+		return 0, nil
 	}
-	return nil
+	return len(events), p.st.SaveOutboxCursor(ctx, Consumer, events[len(events)-1].ID, p.now())
 }
 
 // retryAfter is a provider-imposed wait.

@@ -161,6 +161,46 @@ func TestRefreshAfterTaskCreated(t *testing.T) {
 	}
 }
 
+// TestOnePassReadsTheWholeOutbox: a pass reads the outbox to its end, so a
+// task created behind more than a batch of other creations is refreshed in
+// the same pass, and the cursor ends at the last event.
+func TestOnePassReadsTheWholeOutbox(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		t.Parallel()
+		ctx := context.Background()
+		e := newEnv(t, st)
+		for i := range outboxBatch + 50 {
+			_, err := e.coord.Create(ctx, idempotency.CreateRequest{WorkspaceID: testWorkspace,
+				ExternalID: "github:host:issue:" + strconv.Itoa(i), Title: "issue task", WorkflowStepID: "backlog",
+				Actor: idempotency.Actor{Kind: "connection", ID: "gh-main", AuthMode: "webhook_signature"}})
+			if err != nil {
+				t.Fatalf("create issue task %d: %v", i, err)
+			}
+		}
+		x := expectations[0]
+		e.api.script(x.c.path, ok(x.answer(t)))
+		task := e.createTask(x.c, x.conn)
+		e.upsert(payloadRow(x.c, task.ID, x.conn))
+
+		e.runOnce()
+		if got, want := len(e.api.calls()), 1; got != want {
+			t.Errorf("API calls = %d, want %d: the pass stopped before the PR task's task.created", got, want)
+		}
+		events, err := st.ReadTaskEvents(ctx, 0, 2*outboxBatch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cursor, err := st.GetOutboxCursor(ctx, Consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := events[len(events)-1].ID; cursor != last {
+			t.Errorf("outbox cursor = %d, want the last event %d", cursor, last)
+		}
+	})
+}
+
 // retryScript is 429 with Retry-After (plus each provider's rate-limit
 // headers), then 502, then the answer.
 func retryScript(t testing.TB, x expectation, now time.Time) []reply {
