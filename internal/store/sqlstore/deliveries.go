@@ -393,6 +393,19 @@ func (q queries) AcquireEntityLease(ctx context.Context, entityKey, owner, deliv
 	return n == 1, q.wrap("acquire entity lease", err)
 }
 
+// finishDelivery records a processed delivery's state and outcome under the
+// lease its owner holds. Its guard appends an empty string to status, as
+// requeueDeliveries does, so that the row is found by its primary key: on a
+// large inbox PostgreSQL's generic plan otherwise looks it up through the
+// small partial index of pending deliveries (whose predicate the guard
+// implies) and filters the whole backlog for every delivery it finishes
+// (measured: 9.5 ms per delivery with 1M stored and a backlog of 6,000,
+// against 0.05 ms by key).
+const finishDelivery = `UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
+	lease_owner = NULL, lease_expires_at = NULL, entity_key = $7, processed_at = $8, event = $9,
+	outcome_task_id = $10, outcome_external_id = $11, outcome_action = $12, outcome_result = $13
+	WHERE id = $1 AND lease_owner = $2 AND status || '' = 'processing'`
+
 // FinishDelivery is one round trip on PostgreSQL: both writes travel with
 // the COMMIT, and a lost lease is known once it has run. Releasing this
 // owner's entity lease for the delivery even then is what a worker that
@@ -415,10 +428,7 @@ func (q queries) FinishDeliveries(ctx context.Context, ds []store.Delivery, owne
 		for i, d := range ds {
 			updated[i] = -1
 			err := q.execLater(ctx, "finish delivery", func(n int64) error { updated[i] = n; return nil },
-				`UPDATE deliveries SET status = $3, attempts = $4, last_error = $5, next_attempt_at = $6,
-				lease_owner = NULL, lease_expires_at = NULL, entity_key = $7, processed_at = $8, event = $9,
-				outcome_task_id = $10, outcome_external_id = $11, outcome_action = $12, outcome_result = $13
-				WHERE id = $1 AND lease_owner = $2 AND status = 'processing'`,
+				finishDelivery,
 				d.ID, owner, d.Status, d.Attempts, nullString(d.LastError), d.NextAttemptAt, nullString(d.EntityKey), d.ProcessedAt, d.Event,
 				nullString(d.OutcomeTaskID), nullString(d.OutcomeExternalID), nullString(d.OutcomeAction), nullString(d.OutcomeResult))
 			if err != nil {

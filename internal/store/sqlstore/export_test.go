@@ -17,3 +17,6 @@ func QueuedSharedCommits(s *Store) int {
 
 // CommittedSharedGroups counts the groups that committed together.
 func CommittedSharedGroups(s *Store) int64 { return s.shared.committed.Load() }
+
+// FinishDeliverySQL is the UPDATE that records a processed delivery.
+const FinishDeliverySQL = finishDelivery
