@@ -82,7 +82,7 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	}
 	dcfg := cfg.Copy()
 	dcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	dcfg.MaxConns = max(cfg.MaxConns/2, 4)
+	dcfg.MaxConns = deferredConns(cfg.MaxConns)
 	deferred, err := pgxpool.NewWithConfig(ctx, dcfg)
 	if err != nil {
 		pool.Close()
@@ -96,6 +96,16 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	go d.notifyLoop(notifyCtx)
 	return d, nil
 }
+
+// deferredConns sizes the deferred pool: a quarter of the main pool, at
+// least two. Every connection of it is a server process running processing
+// statements, and the server's CPU is shared among its busy processes, so
+// the more processing runs at once the longer an inbox commit waits behind
+// it. Measured at 1,000 acks/s with a burst being processed (2-core
+// machine, server on it): 8 connections gave an ack p99 of 108–124 ms, 4
+// gave 67–69 ms, 2 gave 48–55 ms; the drain made 318–327, 286–322 and
+// 293–295 tasks/s.
+func deferredConns(main int32) int32 { return max(main/4, 2) }
 
 // Pool exposes the pool to tests that need raw access.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
