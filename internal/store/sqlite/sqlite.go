@@ -195,10 +195,6 @@ func (d *Driver) acquireWriter(ctx context.Context) error {
 
 func (d *Driver) releaseWriter() { <-d.wmu }
 
-// AcknowledgedWriteWaiting reports whether an acknowledged write waits for
-// the writer (sqlstore.AcknowledgedWriteWaiter).
-func (d *Driver) AcknowledgedWriteWaiting() bool { return d.ackWaiting.Load() > 0 }
-
 // writerStmt returns the cached statement for q on the writer; the caller
 // holds the writer.
 func (d *Driver) writerStmt(ctx context.Context, q string) (*sql.Stmt, error) {

@@ -168,42 +168,24 @@ func (c *committer) takeGroup(first *groupMember) []*groupMember {
 	return group
 }
 
-// runGroup runs a group of two or more, tells every member it ran but the
-// first its result, puts the members it did not run back at the head of
-// the queue, and returns the first's result.
+// runGroup runs a group of two or more, tells every member but the first
+// its result and returns the first's.
 func (s *Store) runGroup(group []*groupMember) groupResult {
-	ran, err := s.groupTx(group)
-	if ran < len(group) {
-		c := s.shared
-		c.mu.Lock()
-		c.queue = append(append([]*groupMember(nil), group[ran:]...), c.queue...)
-		c.mu.Unlock()
-	}
+	err := s.groupTx(group)
 	r := groupResult{err: err, alone: err == errGroupMember}
 	if r.alone {
 		r.err = nil
 	}
-	for _, m := range group[1:ran] {
+	for _, m := range group[1:] {
 		m.res <- r
 	}
 	return r
 }
 
-// AcknowledgedWriteWaiter is implemented by drivers whose one writer serves
-// acknowledged writes (inbox commits behind a 2xx) first: a group stops
-// taking members while one waits, commits what it ran, and leaves the rest
-// for the next group, so an acknowledgement waits for one member's
-// statements rather than a whole group's.
-type AcknowledgedWriteWaiter interface {
-	AcknowledgedWriteWaiting() bool
-}
-
 // errGroupMember: a member's fn failed; the group rolled back.
 var errGroupMember = fmt.Errorf("shared transaction member failed")
 
-// groupTx runs the group's members in one transaction and returns how many
-// it ran (all, unless an acknowledged write began to wait; at least one).
-func (s *Store) groupTx(group []*groupMember) (int, error) {
+func (s *Store) groupTx(group []*groupMember) error {
 	// The transaction outlives no member's wish to cancel only through the
 	// members' own statements (each fn uses its own ctx); the group's
 	// BEGIN/COMMIT run detached, under the statement deadline. It syncs
@@ -215,15 +197,8 @@ func (s *Store) groupTx(group []*groupMember) (int, error) {
 			break
 		}
 	}
-	waiter, _ := s.driver.(AcknowledgedWriteWaiter)
-	ran := len(group)
 	err := s.inTx(context.WithoutCancel(base), func(q store.Queries) error {
-		ran = len(group)
-		for i, m := range group {
-			if i > 0 && waiter != nil && waiter.AcknowledgedWriteWaiting() {
-				ran = i
-				return nil
-			}
+		for _, m := range group {
 			if m.ctx.Err() != nil || runMember(m, q) != nil {
 				return errGroupMember
 			}
@@ -233,7 +208,7 @@ func (s *Store) groupTx(group []*groupMember) (int, error) {
 	if err == nil {
 		s.shared.committed.Add(1)
 	}
-	return ran, err
+	return err
 }
 
 // runMember runs a member's fn, a panic becoming an error: the panicking

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,84 +110,6 @@ func TestSharedCommit(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-// TestSharedCommitMakesWayForAcknowledgedWrites: on SQLite, a group whose
-// member sees an acknowledged write (an inbox commit behind a 2xx) waiting
-// for the one writer commits what it ran and leaves its other members to
-// the next group, so the acknowledged write runs after one member, not
-// after the whole group. Every member still commits.
-func TestSharedCommitMakesWayForAcknowledgedWrites(t *testing.T) {
-	t.Parallel()
-	st := storetest.Open(t, store.DialectSQLite)
-	ctx := store.WithSharedCommit(store.WithDeferredSync(context.Background()))
-	storetest.SeedWorkspace(t, st, "ws")
-	waiter, ok := st.Driver().(sqlstore.AcknowledgedWriteWaiter)
-	if !ok {
-		t.Fatal("the SQLite driver does not report waiting acknowledged writes")
-	}
-
-	// order records, under the writer, what ran in which order.
-	var mu sync.Mutex
-	var order []string
-	record := func(what string) {
-		mu.Lock()
-		defer mu.Unlock()
-		order = append(order, what)
-	}
-
-	entered, release := make(chan struct{}), make(chan struct{})
-	blocker := make(chan error, 1)
-	go func() {
-		blocker <- st.InTx(ctx, func(tx store.Queries) error {
-			close(entered)
-			<-release
-			return nil
-		})
-	}()
-	<-entered
-
-	const members = 3
-	var first sync.Once
-	acknowledged := make(chan error, 1)
-	errs := make([]error, members)
-	var wg sync.WaitGroup
-	for i := range members {
-		wg.Go(func() {
-			errs[i] = st.InTx(ctx, func(tx store.Queries) error {
-				record("member")
-				first.Do(func() {
-					// The group's first member starts an acknowledged write
-					// and returns once it waits for the writer.
-					go func() {
-						acknowledged <- st.InTx(context.Background(), func(tx store.Queries) error {
-							record("acknowledged")
-							return tx.InsertTask(context.Background(), sharedTask("acknowledged"))
-						})
-					}()
-					waitUntil(t, "the acknowledged write to wait", waiter.AcknowledgedWriteWaiting)
-				})
-				return tx.InsertTask(ctx, sharedTask(fmt.Sprint("member-", i)))
-			})
-		})
-	}
-	waitUntil(t, "every member to queue", func() bool { return sqlstore.QueuedSharedCommits(st) == members })
-	close(release)
-	wg.Wait()
-	if err := <-blocker; err != nil {
-		t.Fatalf("blocking transaction: %v", err)
-	}
-	if err := <-acknowledged; err != nil {
-		t.Fatalf("acknowledged write: %v", err)
-	}
-	for i, err := range errs {
-		if _, lookupErr := st.LookupTaskByExternalID(context.Background(), "ws", fmt.Sprint("member-", i)); err != nil || lookupErr != nil {
-			t.Errorf("member %d: err %v, lookup %v; want committed", i, err, lookupErr)
-		}
-	}
-	if got, want := strings.Join(order, ", "), "member, acknowledged, member, member"; got != want {
-		t.Errorf("order under the writer = %s, want %s", got, want)
 	}
 }
 
