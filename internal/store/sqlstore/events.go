@@ -7,6 +7,10 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
+// insertTaskEvent appends an event; callers hold the outbox lock.
+const insertTaskEvent = `INSERT INTO task_events (workspace_id, task_id, revision, type, payload, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6)`
+
 func (q queries) AppendTaskEvent(ctx context.Context, e store.TaskEvent) (int64, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
@@ -15,8 +19,7 @@ func (q queries) AppendTaskEvent(ctx context.Context, e store.TaskEvent) (int64,
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}
-		err := q.ex.QueryRow(ctx, `INSERT INTO task_events (workspace_id, task_id, revision, type, payload, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+		err := q.ex.QueryRow(ctx, insertTaskEvent+` RETURNING id`,
 			e.WorkspaceID, e.TaskID, e.Revision, e.Type, e.Payload, e.CreatedAt).Scan(&id)
 		return q.wrap("append task event", err)
 	})
@@ -30,9 +33,7 @@ func (q queries) FinishCreation(ctx context.Context, operationID, outcome string
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}
-		if err := q.execLater(ctx, "append task event", exactlyOne("append task event"),
-			`INSERT INTO task_events (workspace_id, task_id, revision, type, payload, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
+		if err := q.execLater(ctx, "append task event", exactlyOne("append task event"), insertTaskEvent,
 			e.WorkspaceID, e.TaskID, e.Revision, e.Type, e.Payload, e.CreatedAt); err != nil {
 			return err
 		}

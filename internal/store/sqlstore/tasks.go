@@ -58,14 +58,19 @@ func sourceArgs(s *store.Source) (any, any, any, any) {
 	return s.Provider, s.Kind, s.Ref, s.URL
 }
 
-func (q queries) InsertTask(ctx context.Context, t store.Task) error {
+// taskRow is t's values in the order of taskColumns.
+func taskRow(t store.Task) []any {
 	sp, sk, sr, su := sourceArgs(t.Source)
-	return q.execLater(ctx, "insert task", nil, `INSERT INTO tasks (`+taskColumns+`) VALUES
-		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
-		t.ID, t.WorkspaceID, t.Identifier, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
+	return []any{t.ID, t.WorkspaceID, t.Identifier, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
 		t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt,
 		nullString(t.OwnerConnection), nullString(t.ExternalID), t.ExternalIDSettledAt, t.CreationState, nullString(t.CreationOperationID),
-		t.Revision, t.CreatedAt, t.UpdatedAt)
+		t.Revision, t.CreatedAt, t.UpdatedAt}
+}
+
+func (q queries) InsertTask(ctx context.Context, t store.Task) error {
+	return q.execLater(ctx, "insert task", nil, `INSERT INTO tasks (`+taskColumns+`) VALUES
+		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+		taskRow(t)...)
 }
 
 // InsertNumberedTask advances the workspace's sequence and inserts t with
@@ -77,7 +82,9 @@ func (q queries) InsertTask(ctx context.Context, t store.Task) error {
 func (q queries) InsertNumberedTask(ctx context.Context, t store.Task, numbered func(identifier string)) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	sp, sk, sr, su := sourceArgs(t.Source)
+	// The row's values without the identifier, which the SELECT computes.
+	row := taskRow(t)
+	row = append(row[:2:2], row[3:]...)
 	return q.write(ctx, func(q queries) error {
 		if err := q.execLater(ctx, "advance task sequence", exactlyOne("advance task sequence"),
 			`UPDATE workspaces SET task_sequence = task_sequence + 1 WHERE id = $1`, t.WorkspaceID); err != nil {
@@ -94,11 +101,7 @@ func (q queries) InsertNumberedTask(ctx context.Context, t store.Task, numbered 
 			SELECT $1, w.id, w.task_prefix || '-' || CAST(w.task_sequence AS TEXT), $3, $4, $5, $6, $7, $8, $9, $10, $11,
 				$12, $13, $14, $15, $16, $17, $18, $19, $20
 			FROM workspaces w WHERE w.id = $2
-			RETURNING identifier`,
-			t.ID, t.WorkspaceID, t.Title, t.Description, t.WorkflowStepID, labelsJSON(t.Labels),
-			t.ArchivedAt, sp, sk, sr, su, t.SourceUpdatedAt,
-			nullString(t.OwnerConnection), nullString(t.ExternalID), t.ExternalIDSettledAt, t.CreationState, nullString(t.CreationOperationID),
-			t.Revision, t.CreatedAt, t.UpdatedAt)
+			RETURNING identifier`, row...)
 	})
 }
 
@@ -237,15 +240,14 @@ func (q queries) SettleExternalID(ctx context.Context, taskID, externalID string
 }
 
 func (q queries) SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time, settleExternalID string) error {
-	if settleExternalID == "" {
-		return q.execLater(ctx, "set task created", exactlyOne("set task created"),
-			`UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4 WHERE id = $1`,
-			taskID, store.CreationComplete, revision, at)
+	query := `UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4 WHERE id = $1`
+	args := []any{taskID, store.CreationComplete, revision, at}
+	if settleExternalID != "" {
+		query = `UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4, external_id_settled_at = $4
+			WHERE id = $1 AND external_id = $5 AND external_id_settled_at IS NULL`
+		args = append(args, settleExternalID)
 	}
-	return q.execLater(ctx, "set task created and settled", exactlyOne("set task created and settled"),
-		`UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4, external_id_settled_at = $4
-		WHERE id = $1 AND external_id = $5 AND external_id_settled_at IS NULL`,
-		taskID, store.CreationComplete, revision, at, settleExternalID)
+	return q.execLater(ctx, "set task created", exactlyOne("set task created"), query, args...)
 }
 
 func (q queries) SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error {
