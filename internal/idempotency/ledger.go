@@ -350,10 +350,15 @@ func (c *Coordinator) CompleteTaskCreation(ctx context.Context, h *CreationHandl
 // settlement, zero rows, task deleted).
 var errTaskGone = failure.New(failure.NotFound, "task not found")
 
+// complete runs phase A and phase B as a transaction pair (store.InTxThen):
+// on PostgreSQL phase A's COMMIT travels with phase B's BEGIN and locks,
+// which saves a round trip per creation; the two still commit apart, in
+// order, each durable boundary where it was. A coordinator with a failpoint
+// commits them apart, since the failpoint stands for a crash between them.
 func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Result, error) {
 	var replay *Result
 	taskGone := false
-	err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
+	phaseA := func(tx store.Queries) error {
 		// The task's row lock is taken with the operation's and the steps'
 		// (store.LockCreation).
 		op, steps, task, err := c.lockFencedCreation(ctx, tx, opID, f)
@@ -387,25 +392,12 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 		}
 		op.State, op.UpdatedAt = store.OpCompleting, now
 		return tx.UpdateOperation(ctx, op)
-	})
-	if err != nil {
-		return Result{}, fmt.Errorf("complete task creation (phase a): %w", err)
 	}
-	if replay != nil {
-		return *replay, nil
-	}
-	if taskGone {
-		if err := c.abort(ctx, opID, f, "task deleted during creation"); err != nil {
-			c.logger.Warn("abort after task deletion failed; recovery will retry", "operation_id", opID, "error", err)
-		}
-		return Result{}, errTaskGone
-	}
-	if err := c.failpoint(FailAfterPhaseA); err != nil {
-		return Result{}, err
-	}
-
 	var res Result
-	err = c.st.InTx(ctx, func(tx store.Queries) error {
+	phaseB := func(tx store.Queries) error {
+		if replay != nil || taskGone {
+			return nil // phase A has the answer
+		}
 		// No workspace lock here: phase B rewrites a task row it already
 		// updated in this transaction, so PostgreSQL re-checks the row's
 		// foreign keys (FOR KEY SHARE on the workspace row). Workspace locks
@@ -466,9 +458,32 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 		}
 		res = Result{Task: task, Outcome: outcome}
 		return nil
-	})
-	if err != nil {
-		return Result{}, fmt.Errorf("complete task creation (phase b): %w", err)
+	}
+	var between func() error
+	var failed error // the failpoint's error, returned as it is
+	if c.Failpoint != nil {
+		between = func() error {
+			if replay == nil && !taskGone {
+				failed = c.failpoint(FailAfterPhaseA)
+			}
+			return failed
+		}
+	}
+	errA, errB := c.st.InTxThen(unacknowledged(ctx), phaseA, between, ctx, phaseB)
+	switch {
+	case errA != nil:
+		return Result{}, fmt.Errorf("complete task creation (phase a): %w", errA)
+	case failed != nil:
+		return Result{}, failed
+	case replay != nil:
+		return *replay, nil
+	case taskGone:
+		if err := c.abort(ctx, opID, f, "task deleted during creation"); err != nil {
+			c.logger.Warn("abort after task deletion failed; recovery will retry", "operation_id", opID, "error", err)
+		}
+		return Result{}, errTaskGone
+	case errB != nil:
+		return Result{}, fmt.Errorf("complete task creation (phase b): %w", errB)
 	}
 	if err := c.failpoint(FailAfterPhaseB); err != nil {
 		return Result{}, err

@@ -58,6 +58,18 @@ type Store interface {
 	Queries
 	// InTx runs fn in a transaction, committing when fn returns nil.
 	InTx(ctx context.Context, fn func(tx Queries) error) error
+	// InTxThen runs first in a transaction under ctx and, once it has
+	// committed, then in a second transaction under thenCtx; each commits
+	// with its own context's sync level. Without between it is two InTx
+	// calls that PostgreSQL makes in one round trip fewer: the first COMMIT
+	// travels with the second's BEGIN and first statements. between, when
+	// set, runs after the first commit and before the second transaction
+	// (which then costs its own round trip); when it fails, then never runs
+	// and between's error is thenErr. firstErr reports a first transaction
+	// that did not commit (then did not run); thenErr, one that did, with a
+	// second that failed.
+	InTxThen(ctx context.Context, first func(tx Queries) error, between func() error,
+		thenCtx context.Context, then func(tx Queries) error) (firstErr, thenErr error)
 	Dialect() string
 	Ping(ctx context.Context) error
 	// Migrated reports whether every embedded migration is applied.

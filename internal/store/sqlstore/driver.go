@@ -65,6 +65,28 @@ type RowDeferrer interface {
 	DeferRow(query string, args []any, scan func(Row) error)
 }
 
+// Chainer is implemented by driver transactions that can commit and begin
+// the next transaction on the same connection without a round trip of their
+// own: the COMMIT, and whatever is still deferred before it, wait to travel
+// with the next transaction's first statements (PostgreSQL pipelines them).
+// The next transaction's sync level follows ctx (store.WithDeferredSync),
+// whatever the connection's. Until that first round trip the commit is
+// unknown: its failure, or a deferred statement's, surfaces at the next
+// transaction's first call, its Commit or its Rollback (which sends the
+// commit if nothing else has), as a *ChainedCommitError, and fails every
+// later call. The receiver is finished once CommitThenBegin returns.
+type Chainer interface {
+	CommitThenBegin(ctx context.Context) (Tx, error)
+}
+
+// ChainedCommitError is the failure of the commit a transaction carried for
+// the one before it (Chainer): the earlier transaction did not commit, and
+// the one that carried it ran nothing.
+type ChainedCommitError struct{ Err error }
+
+func (e *ChainedCommitError) Error() string { return e.Err.Error() }
+func (e *ChainedCommitError) Unwrap() error { return e.Err }
+
 // DeferredError is the failure of a deferred statement, surfacing at a later
 // call: it already names the statement that failed, so it is passed on as it
 // is rather than wrapped again.

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ var storeTests = []contractTest{
 	// only reports Migrated).
 	{name: "migrations are replay-safe", driver: testMigrateTwice},
 	{name: "writes in a transaction apply in order and fail it", fn: testTransactionWrites},
+	{name: "a transaction pair commits the first before the second", fn: testTransactionPairs},
 	{name: "a notification wakes its waiter", fn: testNotify},
 	{name: "a closed store answers errors", fn: testClose},
 }
@@ -121,6 +123,113 @@ func testTransactionWrites(t *testing.T, s store.Store) {
 	}
 	// The store is usable afterwards: no connection was left in a transaction.
 	must(t, s.InsertTask(ctx, newTask("ws", "ext-3", 3)))
+}
+
+// testTransactionPairs: InTxThen's second transaction sees the first one
+// committed; a failure of the second leaves the first committed, whether the
+// second had sent anything or not; a first that fails (in Go, or in a write
+// that travels with its COMMIT) applies nothing, and nothing of the second
+// applies either; between runs after the first commit and, failing, keeps
+// the second from running.
+func testTransactionPairs(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	must(t, s.InsertTask(ctx, newTask("ws", "held", 1)))
+	errStop := errors.New("caller gave up")
+	insert := func(ext string, n int) func(tx store.Queries) error {
+		return func(tx store.Queries) error { return tx.InsertTask(ctx, newTask("ws", ext, n)) }
+	}
+	tests := []struct {
+		name      string
+		first     func(tx store.Queries) error
+		between   func() error
+		then      func(tx store.Queries) error
+		wantFirst error
+		wantThen  error
+		wantTasks []string // external IDs that must exist afterwards
+		noTasks   []string // and that must not
+	}{
+		{name: "both commit, the second seeing the first",
+			first: insert("a1", 10),
+			then: func(tx store.Queries) error {
+				if _, err := tx.LookupTaskByExternalID(ctx, "ws", "a1"); err != nil {
+					return fmt.Errorf("the second transaction does not see the first: %w", err)
+				}
+				return tx.InsertTask(ctx, newTask("ws", "a2", 11))
+			},
+			wantTasks: []string{"a1", "a2"}},
+		{name: "a second that fails after writing keeps the first",
+			first: insert("b1", 20),
+			then: func(tx store.Queries) error {
+				if err := tx.InsertTask(ctx, newTask("ws", "b2", 21)); err != nil {
+					return err
+				}
+				if _, err := tx.GetWorkspace(ctx, "ws"); err != nil {
+					return err
+				}
+				return errStop
+			},
+			wantThen: errStop, wantTasks: []string{"b1"}, noTasks: []string{"b2"}},
+		{name: "a second that fails before any statement keeps the first",
+			first:    insert("c1", 30),
+			then:     func(store.Queries) error { return errStop },
+			wantThen: errStop, wantTasks: []string{"c1"}},
+		{name: "a second that writes nothing keeps the first",
+			first:     insert("d1", 40),
+			then:      func(store.Queries) error { return nil },
+			wantTasks: []string{"d1"}},
+		{name: "a first whose write with the commit fails applies nothing",
+			first: func(tx store.Queries) error {
+				if err := tx.InsertTask(ctx, newTask("ws", "e1", 50)); err != nil {
+					return err
+				}
+				return tx.InsertTask(ctx, newTask("ws", "held", 51))
+			},
+			then:      insert("e2", 52),
+			wantFirst: store.ErrExternalIDTaken, noTasks: []string{"e1", "e2"}},
+		{name: "a first that fails applies nothing and the second never runs",
+			first: func(tx store.Queries) error {
+				if err := tx.InsertTask(ctx, newTask("ws", "f1", 60)); err != nil {
+					return err
+				}
+				return errStop
+			},
+			then:      func(store.Queries) error { t.Error("the second ran after a failed first"); return nil },
+			wantFirst: errStop, noTasks: []string{"f1"}},
+		{name: "between sees the first committed and can stop the second",
+			first: insert("g1", 70),
+			between: func() error {
+				if _, err := s.LookupTaskByExternalID(ctx, "ws", "g1"); err != nil {
+					return fmt.Errorf("between does not see the first committed: %w", err)
+				}
+				return errStop
+			},
+			then:     func(store.Queries) error { t.Error("the second ran after between failed"); return nil },
+			wantThen: errStop, wantTasks: []string{"g1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			firstErr, thenErr := s.InTxThen(ctx, tc.first, tc.between, ctx, tc.then)
+			if !errors.Is(firstErr, tc.wantFirst) || (tc.wantFirst == nil && firstErr != nil) {
+				t.Errorf("firstErr = %v, want %v", firstErr, tc.wantFirst)
+			}
+			if !errors.Is(thenErr, tc.wantThen) || (tc.wantThen == nil && thenErr != nil) {
+				t.Errorf("thenErr = %v, want %v", thenErr, tc.wantThen)
+			}
+			for _, ext := range tc.wantTasks {
+				if _, err := s.LookupTaskByExternalID(ctx, "ws", ext); err != nil {
+					t.Errorf("task %s: %v, want it committed", ext, err)
+				}
+			}
+			for _, ext := range tc.noTasks {
+				if _, err := s.LookupTaskByExternalID(ctx, "ws", ext); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("task %s: err %v, want it not written", ext, err)
+				}
+			}
+		})
+	}
+	// The store is usable afterwards: no connection was left in a transaction.
+	must(t, s.InsertTask(ctx, newTask("ws", "h1", 80)))
 }
 
 // testNotify: Notify wakes WaitForNotification on the same channel, and a
