@@ -54,6 +54,38 @@ func BenchmarkCreateCreated(b *testing.B) {
 	})
 }
 
+// BenchmarkLedgerOverSettlement: a ledger create and a settlement create
+// (below) in turn, one of each per op, so that both run on the same machine
+// at the same moment: on a shared VM whose speed drifts from one second to
+// the next, this ratio is steadier than one taken from two benchmark runs.
+// It reports each create's mean time and the ratio.
+func BenchmarkLedgerOverSettlement(b *testing.B) {
+	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
+		ctx := context.Background()
+		c := New(st, discardLogger(), time.Now)
+		prefix := uuid.NewString()[:8]
+		var ledger, settlement time.Duration
+		n := 0
+		for b.Loop() {
+			start := time.Now()
+			res, err := c.Create(ctx, benchRequest(prefix+":ledger:"+strconv.Itoa(n)))
+			if err != nil || res.Outcome != Created {
+				b.Fatalf("Create = %v, %v", res.Outcome, err)
+			}
+			mid := time.Now()
+			if _, o, err := settlementCreate(ctx, st, benchRequest(prefix+":settlement:"+strconv.Itoa(n))); err != nil || o != Created {
+				b.Fatalf("settlementCreate = %v, %v", o, err)
+			}
+			ledger += mid.Sub(start)
+			settlement += time.Since(mid)
+			n++
+		}
+		b.ReportMetric(float64(ledger.Nanoseconds())/float64(n), "ledger-ns")
+		b.ReportMetric(float64(settlement.Nanoseconds())/float64(n), "settlement-ns")
+		b.ReportMetric(float64(ledger)/float64(settlement), "ledger/settlement")
+	})
+}
+
 // BenchmarkCreateFound: a create whose identity is held: one indexed read, no
 // write.
 func BenchmarkCreateFound(b *testing.B) {

@@ -155,6 +155,9 @@ func (c *Coordinator) lookup(ctx context.Context, workspaceID, ext string) (stor
 // Complete. A Found outcome runs nothing else: no steps, no compensation, no
 // rollback against the existing task.
 func (c *Coordinator) Create(ctx context.Context, req CreateRequest) (Result, error) {
+	if len(req.Contributions) == 0 && c.Failpoint == nil {
+		return c.createWithoutSteps(ctx, req)
+	}
 	begun, err := c.BeginTaskCreation(ctx, req)
 	if err != nil {
 		return Result{}, err
@@ -194,41 +197,98 @@ func (e *stepError) Unwrap() error { return ErrStepFailed }
 // one transaction, allocates the identifier, admits the task into its step,
 // and writes the preparing task row, the operation and its planned steps.
 func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) (BeginResult, error) {
-	ext, err := NormalizeExternalID(req.ExternalID)
+	ext, found, workspace, err := c.lookupFirst(ctx, req)
+	if err != nil || found != nil {
+		return derefBegin(found), err
+	}
+	b, err := c.prepareBegin(ctx, req, ext, workspace)
+	if err == nil {
+		if err = c.st.InTx(unacknowledged(ctx), b.write); err == nil {
+			return b.result, nil
+		}
+		err = fmt.Errorf("begin task creation: %w", err)
+	}
+	return c.beginFailed(ctx, req.WorkspaceID, ext, err)
+}
+
+// createWithoutSteps is Create of a creation that plans no step: Begin,
+// phase A and phase B are a chain of transactions (store.InTxChain), each
+// still its own durable commit, in order, but on PostgreSQL each COMMIT
+// travels with the next one's BEGIN and first statements (two round trips
+// fewer). With a step, the step's own transactions come between Begin and
+// Complete; with a failpoint, every boundary commits apart.
+func (c *Coordinator) createWithoutSteps(ctx context.Context, req CreateRequest) (Result, error) {
+	ext, found, workspace, err := c.lookupFirst(ctx, req)
+	if err != nil || found != nil {
+		r := derefBegin(found)
+		return Result{Task: r.Task, Outcome: r.Outcome}, err
+	}
+	b, err := c.prepareBegin(ctx, req, ext, workspace)
 	if err != nil {
-		return BeginResult{}, err
+		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, err)
+		return Result{Task: r.Task, Outcome: r.Outcome}, err
 	}
-	workspace := func() (store.Workspace, error) { return c.st.GetWorkspace(ctx, req.WorkspaceID) }
-	if ext != "" {
-		// The workspace, needed after a miss, is read alongside the lookup:
-		// the create waits for one read instead of two in a row.
-		read := make(chan workspaceRead, 1)
-		go func() {
-			ws, err := c.st.GetWorkspace(ctx, req.WorkspaceID)
-			read <- workspaceRead{ws, err}
-		}()
-		workspace = func() (store.Workspace, error) { r := <-read; return r.ws, r.err }
-		t, outcome, err := c.lookup(ctx, req.WorkspaceID, ext)
-		switch {
-		case err == nil:
+	cm := &completion{c: c, opID: b.result.Handle.OperationID, f: fence{h: b.result.Handle}}
+	committed, err := c.st.InTxChain(ctx, append([]store.TxStep{{DeferredSync: true, Fn: b.write}}, cm.steps(ctx)...)...)
+	if committed == 0 {
+		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, fmt.Errorf("begin task creation: %w", err))
+		return Result{Task: r.Task, Outcome: r.Outcome}, err
+	}
+	return cm.finish(ctx, committed-1, err)
+}
+
+func derefBegin(r *BeginResult) BeginResult {
+	if r == nil {
+		return BeginResult{}
+	}
+	return *r
+}
+
+// lookupFirst normalizes the external ID and looks it up: found is the
+// Found result when a task holds it. workspace reads the workspace a miss
+// needs next; it is read alongside the lookup, so the create waits for one
+// read instead of two in a row.
+func (c *Coordinator) lookupFirst(ctx context.Context, req CreateRequest) (ext string, found *BeginResult,
+	workspace func() (store.Workspace, error), err error) {
+	ext, err = NormalizeExternalID(req.ExternalID)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	workspace = func() (store.Workspace, error) { return c.st.GetWorkspace(ctx, req.WorkspaceID) }
+	if ext == "" {
+		return ext, nil, workspace, nil
+	}
+	read := make(chan workspaceRead, 1)
+	go func() {
+		ws, err := c.st.GetWorkspace(ctx, req.WorkspaceID)
+		read <- workspaceRead{ws, err}
+	}()
+	workspace = func() (store.Workspace, error) { r := <-read; return r.ws, r.err }
+	t, outcome, err := c.lookup(ctx, req.WorkspaceID, ext)
+	switch {
+	case err == nil:
+		return ext, &BeginResult{Task: t, Outcome: outcome}, nil, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return ext, nil, nil, fmt.Errorf("lookup external id: %w", err)
+	}
+	return ext, nil, workspace, nil
+}
+
+// beginFailed answers a Begin that failed after a lookup miss: any
+// pre-insert failure (the unique backstop, WIP capacity, validation)
+// re-reads the identity before it surfaces, so a concurrent create that won
+// makes this one Found.
+func (c *Coordinator) beginFailed(ctx context.Context, workspaceID, ext string, err error) (BeginResult, error) {
+	if ext != "" && !errors.Is(err, store.ErrUnavailable) {
+		if t, outcome, lerr := c.lookup(ctx, workspaceID, ext); lerr == nil {
 			return BeginResult{Task: t, Outcome: outcome}, nil
-		case !errors.Is(err, store.ErrNotFound):
-			return BeginResult{}, fmt.Errorf("lookup external id: %w", err)
 		}
 	}
-	res, err := c.begin(ctx, req, ext, workspace)
-	if err != nil && ext != "" && !errors.Is(err, store.ErrUnavailable) {
-		// After a miss, any pre-insert failure (the unique backstop, WIP
-		// capacity, validation) re-reads before it surfaces.
-		if t, outcome, lerr := c.lookup(ctx, req.WorkspaceID, ext); lerr == nil {
-			return BeginResult{Task: t, Outcome: outcome}, nil
-		}
-	}
-	if err != nil && errors.Is(err, store.ErrExternalIDTaken) {
+	if errors.Is(err, store.ErrExternalIDTaken) {
 		// The holder vanished between the violation and the re-read.
 		return BeginResult{}, failure.Wrap(failure.Conflict, err, "external_id was taken concurrently; retry")
 	}
-	return res, err
+	return BeginResult{}, err
 }
 
 type workspaceRead struct {
@@ -236,21 +296,28 @@ type workspaceRead struct {
 	err error
 }
 
-func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string, workspace func() (store.Workspace, error)) (BeginResult, error) {
+// beginning is a Begin made ready before its transaction: write is the
+// transaction, result what Begin returns once it has committed.
+type beginning struct {
+	write  func(tx store.Queries) error
+	result BeginResult
+}
+
+func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext string, workspace func() (store.Workspace, error)) (*beginning, error) {
 	if req.Validate != nil {
 		if err := req.Validate(&req); err != nil {
-			return BeginResult{}, err
+			return nil, err
 		}
 	}
 	for _, cr := range req.Contributions {
 		if err := validateContribution(cr); err != nil {
-			return BeginResult{}, err
+			return nil, err
 		}
 	}
 	now := c.now()
 	token := make([]byte, 32)
 	if _, err := rand.Read(token); err != nil {
-		return BeginResult{}, fmt.Errorf("completion token: %w", err)
+		return nil, fmt.Errorf("completion token: %w", err)
 	}
 	tokenHash := sha256Hex(token)
 	opID, taskID := store.TimeOrderedID(), store.TimeOrderedID()
@@ -258,20 +325,19 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string, 
 		WorkspaceID: req.WorkspaceID, AuthMode: req.Actor.AuthMode, AuthorityKind: req.Actor.Kind, AuthorityID: req.Actor.ID}
 	actorJSON, err := Canonical(actorDoc)
 	if err != nil {
-		return BeginResult{}, fmt.Errorf("actor binding: %w", err)
+		return nil, fmt.Errorf("actor binding: %w", err)
 	}
-	var result BeginResult
 	// Workspaces and steps are never deleted (config only adds or updates
 	// them, and the tasks' foreign keys hold), so they are read before the
 	// write transaction, keeping it short.
 	ws, err := workspace()
 	if err != nil {
-		return BeginResult{}, httpapi.Reword(fmt.Errorf("begin task creation: %w", err),
+		return nil, httpapi.Reword(fmt.Errorf("begin task creation: %w", err),
 			failure.New(failure.NotFound, "workspace %q not found", req.WorkspaceID))
 	}
 	step, err := taskrules.Step(ws, req.WorkflowStepID)
 	if err != nil {
-		return BeginResult{}, err
+		return nil, err
 	}
 	// The rows and the canonical plan are built before the transaction: the
 	// single SQLite writer (and PostgreSQL's row locks) are held only for
@@ -286,22 +352,25 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string, 
 	}
 	plan, steps, err := buildPlan(opID, task, tokenHash, req, now)
 	if err != nil {
-		return BeginResult{}, err
+		return nil, err
 	}
 	planJSON, err := Canonical(plan)
 	if err != nil {
-		return BeginResult{}, fmt.Errorf("creation plan: %w", err)
+		return nil, fmt.Errorf("creation plan: %w", err)
 	}
 	// Warm the memo that Complete's verification (under the lock) reads.
 	if _, err := parseCanonicalPlan(string(planJSON)); err != nil {
-		return BeginResult{}, fmt.Errorf("creation plan: %w", err)
+		return nil, fmt.Errorf("creation plan: %w", err)
 	}
 	lease := now.Add(c.leaseTTL)
 	op := store.Operation{ID: opID, WorkspaceID: ws.ID, TaskID: taskID, State: store.OpPreparing,
 		PlanJSON: string(planJSON), ManifestSHA256: ManifestHash(planJSON), ActorJSON: string(actorJSON),
 		ActorBindingSHA256: ActorBindingHash(actorJSON), CompletionTokenSHA256: tokenHash, ExternalID: ext,
 		LeaseOwner: "caller", LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now}
-	err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error {
+	b := &beginning{result: BeginResult{Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
+		WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256,
+		plannedSteps: len(steps)}}}
+	b.write = func(tx store.Queries) error {
 		// The task domain's admission (the WIP limit of its step, under
 		// the workspace row: see taskrules.Admit), then the identifier from
 		// the workspace sequence. On PostgreSQL the sequence UPDATE and the
@@ -309,16 +378,14 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string, 
 		// workspace hold its row only while the server runs them, not for a
 		// round trip; a unique violation on the external ID rolls the
 		// number back with the rest.
-		task, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, Task: task})
+		admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, Task: task})
 		if err != nil {
 			return err
 		}
-		result = BeginResult{Task: task, Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
-			WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256,
-			plannedSteps: len(steps)}}
+		b.result.Task = admitted
 		// The identifier is known once the INSERT has run (with the COMMIT
 		// on PostgreSQL).
-		if err := tx.InsertNumberedTask(ctx, task, func(id string) { result.Task.Identifier = id }); err != nil {
+		if err := tx.InsertNumberedTask(ctx, admitted, func(id string) { b.result.Task.Identifier = id }); err != nil {
 			return err
 		}
 		if err := tx.InsertOperation(ctx, op); err != nil {
@@ -330,11 +397,8 @@ func (c *Coordinator) begin(ctx context.Context, req CreateRequest, ext string, 
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return BeginResult{}, fmt.Errorf("begin task creation: %w", err)
 	}
-	return result, nil
+	return b, nil
 }
 
 func validateContribution(r RemoteContributionRequest) error {

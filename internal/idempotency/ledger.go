@@ -350,145 +350,184 @@ func (c *Coordinator) CompleteTaskCreation(ctx context.Context, h *CreationHandl
 // settlement, zero rows, task deleted).
 var errTaskGone = failure.New(failure.NotFound, "task not found")
 
-// complete runs phase A and phase B as a transaction pair (store.InTxThen):
-// on PostgreSQL phase A's COMMIT travels with phase B's BEGIN and locks,
-// which saves a round trip per creation; the two still commit apart, in
-// order, each durable boundary where it was. A coordinator with a failpoint
-// commits them apart, since the failpoint stands for a crash between them.
+// complete runs phase A, then phase B. Without a failpoint the two are a
+// chain of transactions (store.InTxChain): each still commits on its own,
+// in order, but on PostgreSQL phase A's COMMIT travels with phase B's BEGIN
+// and locks, a round trip fewer. A failpoint stands for a crash between
+// them, so with one they commit apart.
 func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Result, error) {
-	var replay *Result
-	taskGone := false
-	phaseA := func(tx store.Queries) error {
-		// The task's row lock is taken with the operation's and the steps'
-		// (store.LockCreation).
-		op, steps, task, err := c.lockFencedCreation(ctx, tx, opID, f)
-		if err != nil {
-			return err
+	cm := &completion{c: c, opID: opID, f: f}
+	if c.Failpoint == nil {
+		committed, err := c.st.InTxChain(ctx, cm.steps(ctx)...)
+		return cm.finish(ctx, committed, err)
+	}
+	steps := cm.steps(ctx)
+	if err := c.st.InTx(unacknowledged(ctx), steps[0].Fn); err != nil {
+		return cm.finish(ctx, 0, err)
+	}
+	if cm.replay == nil && !cm.taskGone {
+		if err := c.failpoint(FailAfterPhaseA); err != nil {
+			return Result{}, err
 		}
-		switch op.State {
-		case store.OpCompleted:
-			r, err := c.replayCompleted(ctx, tx, op)
-			replay = &r
-			return err
-		case store.OpCompleting:
-			return nil // phase A already committed
-		case store.OpPreparing:
-		default:
-			return fmt.Errorf("%w: cannot complete an operation in state %s", ErrCreationStateConflict, op.State)
-		}
-		if err := completePredicate(ctx, tx, op, steps); err != nil {
-			return err
-		}
-		now := c.now()
-		if task == nil {
-			// Nothing left to complete: record the abort so that it (or
-			// recovery's abort_preparing) compensates the effects.
-			taskGone = true
-			op.Error, op.UpdatedAt = "aborted: task deleted during creation", now
-			return tx.UpdateOperation(ctx, op)
-		}
-		if err := tx.SetTaskCreationState(ctx, op.TaskID, store.CreationCompleting, now); err != nil {
-			return err
-		}
-		op.State, op.UpdatedAt = store.OpCompleting, now
+	}
+	if err := c.st.InTx(ctx, steps[1].Fn); err != nil {
+		return cm.finish(ctx, 1, err)
+	}
+	return cm.finish(ctx, 2, nil)
+}
+
+// completion is one Complete of an operation: its two phases as
+// transactions, and what they found.
+type completion struct {
+	c    *Coordinator
+	opID string
+	f    fence
+	// replay is the stored result phase A found (already completed).
+	replay *Result
+	// taskGone: phase A found the task row deleted and recorded the abort.
+	taskGone bool
+	res      Result
+}
+
+// steps are phase A (deferred sync) and phase B (the commit the caller is
+// answered on, fully synced), for store.InTxChain.
+func (cm *completion) steps(ctx context.Context) []store.TxStep {
+	return []store.TxStep{
+		{DeferredSync: true, Fn: func(tx store.Queries) error { return cm.phaseA(ctx, tx) }},
+		{Fn: func(tx store.Queries) error {
+			if cm.replay != nil || cm.taskGone {
+				return nil // phase A has the answer
+			}
+			return cm.phaseB(ctx, tx)
+		}},
+	}
+}
+
+// phaseA: preparing → completing, after verifying the handle and evidence.
+func (cm *completion) phaseA(ctx context.Context, tx store.Queries) error {
+	c := cm.c
+	// The task's row lock is taken with the operation's and the steps'
+	// (store.LockCreation).
+	op, steps, task, err := c.lockFencedCreation(ctx, tx, cm.opID, cm.f)
+	if err != nil {
+		return err
+	}
+	switch op.State {
+	case store.OpCompleted:
+		r, err := c.replayCompleted(ctx, tx, op)
+		cm.replay = &r
+		return err
+	case store.OpCompleting:
+		return nil // phase A already committed
+	case store.OpPreparing:
+	default:
+		return fmt.Errorf("%w: cannot complete an operation in state %s", ErrCreationStateConflict, op.State)
+	}
+	if err := completePredicate(ctx, tx, op, steps); err != nil {
+		return err
+	}
+	now := c.now()
+	if task == nil {
+		// Nothing left to complete: record the abort so that it (or
+		// recovery's abort_preparing) compensates the effects.
+		cm.taskGone = true
+		op.Error, op.UpdatedAt = "aborted: task deleted during creation", now
 		return tx.UpdateOperation(ctx, op)
 	}
-	var res Result
-	phaseB := func(tx store.Queries) error {
-		if replay != nil || taskGone {
-			return nil // phase A has the answer
-		}
-		// No workspace lock here: phase B rewrites a task row it already
-		// updated in this transaction, so PostgreSQL re-checks the row's
-		// foreign keys (FOR KEY SHARE on the workspace row). Workspace locks
-		// are FOR NO KEY UPDATE, which does not conflict with that, so a
-		// Begin holding the workspace cannot deadlock with this phase.
-		// The task row lock is held from here to commit, so the row read
-		// now is the row settlement sees.
-		op, steps, locked, err := c.lockFencedCreation(ctx, tx, opID, f)
-		if err != nil {
+	if err := tx.SetTaskCreationState(ctx, op.TaskID, store.CreationCompleting, now); err != nil {
+		return err
+	}
+	op.State, op.UpdatedAt = store.OpCompleting, now
+	return tx.UpdateOperation(ctx, op)
+}
+
+// phaseB: completing → completed with settlement, revision one and
+// task.created.
+func (cm *completion) phaseB(ctx context.Context, tx store.Queries) error {
+	c := cm.c
+	// No workspace lock here: phase B rewrites a task row it already
+	// updated in this transaction, so PostgreSQL re-checks the row's
+	// foreign keys (FOR KEY SHARE on the workspace row). Workspace locks
+	// are FOR NO KEY UPDATE, which does not conflict with that, so a
+	// Begin holding the workspace cannot deadlock with this phase.
+	// The task row lock is held from here to commit, so the row read
+	// now is the row settlement sees.
+	op, steps, locked, err := c.lockFencedCreation(ctx, tx, cm.opID, cm.f)
+	if err != nil {
+		return err
+	}
+	if op.State == store.OpCompleted {
+		cm.res, err = c.replayCompleted(ctx, tx, op)
+		return err
+	}
+	if op.State != store.OpCompleting {
+		return fmt.Errorf("%w: phase b found state %s", ErrCreationStateConflict, op.State)
+	}
+	for _, s := range steps {
+		if err := verifyEvidence(ctx, tx, op, s); err != nil {
 			return err
 		}
-		if op.State == store.OpCompleted {
-			res, err = c.replayCompleted(ctx, tx, op)
-			return err
-		}
-		if op.State != store.OpCompleting {
-			return fmt.Errorf("%w: phase b found state %s", ErrCreationStateConflict, op.State)
-		}
-		for _, s := range steps {
-			if err := verifyEvidence(ctx, tx, op, s); err != nil {
-				return err
-			}
-		}
-		if locked == nil {
-			return fmt.Errorf("%w: %w", errTaskGone, store.ErrNotFound)
-		}
-		task := *locked
-		now := c.now()
-		outcome := Created
-		settle := ""
-		if op.ExternalID != "" {
-			// Settlement: its predicate includes external_id, so a released
-			// identity is never stamped (identity lost). The task row is
-			// locked, so whether it settles is known from the row read
-			// under the lock, and the stamp travels in the same UPDATE that
-			// completes the task, without a round trip of its own.
-			if task.ExternalID == op.ExternalID && task.ExternalIDSettledAt == nil {
-				settle = op.ExternalID
-				task.ExternalIDSettledAt = &now
-			} else {
-				outcome = CreatedIdentityLost
-			}
-		} else if op.ReleaseApplied {
+	}
+	if locked == nil {
+		return fmt.Errorf("%w: %w", errTaskGone, store.ErrNotFound)
+	}
+	task := *locked
+	now := c.now()
+	outcome := Created
+	settle := ""
+	if op.ExternalID != "" {
+		// Settlement: its predicate includes external_id, so a released
+		// identity is never stamped (identity lost). The task row is
+		// locked, so whether it settles is known from the row read
+		// under the lock, and the stamp travels in the same UPDATE that
+		// completes the task, without a round trip of its own.
+		if task.ExternalID == op.ExternalID && task.ExternalIDSettledAt == nil {
+			settle = op.ExternalID
+			task.ExternalIDSettledAt = &now
+		} else {
 			outcome = CreatedIdentityLost
 		}
-		if outcome == CreatedIdentityLost && task.ExternalID != "" {
-			return fmt.Errorf("%w: settlement missed a task that holds %q", ErrCreationStateConflict, task.ExternalID)
-		}
-		task.Revision, task.UpdatedAt, task.CreationState = 1, now, store.CreationComplete
-		if err := tx.SetTaskCreated(ctx, task.ID, task.Revision, now, settle); err != nil {
-			return err
-		}
-		// The event and the operation's completion travel with the COMMIT
-		// on PostgreSQL: the outbox lock is never held across a round trip.
-		if err := tx.FinishCreation(ctx, op.ID, outcome.String(), store.TaskEvent{WorkspaceID: task.WorkspaceID,
-			TaskID: task.ID, Revision: 1, Type: store.EventTaskCreated, Payload: taskrules.EventPayload(task), CreatedAt: now}); err != nil {
-			return err
-		}
-		res = Result{Task: task, Outcome: outcome}
-		return nil
+	} else if op.ReleaseApplied {
+		outcome = CreatedIdentityLost
 	}
-	var between func() error
-	var failed error // the failpoint's error, returned as it is
-	if c.Failpoint != nil {
-		between = func() error {
-			if replay == nil && !taskGone {
-				failed = c.failpoint(FailAfterPhaseA)
-			}
-			return failed
-		}
+	if outcome == CreatedIdentityLost && task.ExternalID != "" {
+		return fmt.Errorf("%w: settlement missed a task that holds %q", ErrCreationStateConflict, task.ExternalID)
 	}
-	errA, errB := c.st.InTxThen(unacknowledged(ctx), phaseA, between, ctx, phaseB)
+	task.Revision, task.UpdatedAt, task.CreationState = 1, now, store.CreationComplete
+	if err := tx.SetTaskCreated(ctx, task.ID, task.Revision, now, settle); err != nil {
+		return err
+	}
+	// The event and the operation's completion travel with the COMMIT
+	// on PostgreSQL: the outbox lock is never held across a round trip.
+	if err := tx.FinishCreation(ctx, op.ID, outcome.String(), store.TaskEvent{WorkspaceID: task.WorkspaceID,
+		TaskID: task.ID, Revision: 1, Type: store.EventTaskCreated, Payload: taskrules.EventPayload(task), CreatedAt: now}); err != nil {
+		return err
+	}
+	cm.res = Result{Task: task, Outcome: outcome}
+	return nil
+}
+
+// finish answers the Complete whose first committed phases committed, err
+// being the failure of the next one.
+func (cm *completion) finish(ctx context.Context, committed int, err error) (Result, error) {
+	c := cm.c
 	switch {
-	case errA != nil:
-		return Result{}, fmt.Errorf("complete task creation (phase a): %w", errA)
-	case failed != nil:
-		return Result{}, failed
-	case replay != nil:
-		return *replay, nil
-	case taskGone:
-		if err := c.abort(ctx, opID, f, "task deleted during creation"); err != nil {
-			c.logger.Warn("abort after task deletion failed; recovery will retry", "operation_id", opID, "error", err)
+	case committed == 0:
+		return Result{}, fmt.Errorf("complete task creation (phase a): %w", err)
+	case cm.replay != nil:
+		return *cm.replay, nil
+	case cm.taskGone:
+		if err := c.abort(ctx, cm.opID, cm.f, "task deleted during creation"); err != nil {
+			c.logger.Warn("abort after task deletion failed; recovery will retry", "operation_id", cm.opID, "error", err)
 		}
 		return Result{}, errTaskGone
-	case errB != nil:
-		return Result{}, fmt.Errorf("complete task creation (phase b): %w", errB)
+	case err != nil:
+		return Result{}, fmt.Errorf("complete task creation (phase b): %w", err)
 	}
 	if err := c.failpoint(FailAfterPhaseB); err != nil {
 		return Result{}, err
 	}
-	return res, nil
+	return cm.res, nil
 }
 
 func completePredicate(ctx context.Context, tx store.Queries, op store.Operation, steps []store.CreationStep) error {

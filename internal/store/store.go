@@ -50,6 +50,14 @@ const (
 	DialectSQLite   = "sqlite"
 )
 
+// TxStep is one transaction of Store.InTxChain.
+type TxStep struct {
+	// DeferredSync lets the step commit without waiting for the disk, as
+	// under WithDeferredSync (which the chain's context may also carry).
+	DeferredSync bool
+	Fn           func(tx Queries) error
+}
+
 // Store is the storage contract. Every method of Queries runs as its own
 // statement outside a transaction; InTx runs fn in one write transaction
 // (serializable enough for the protocols: PostgreSQL READ COMMITTED with the
@@ -58,18 +66,14 @@ type Store interface {
 	Queries
 	// InTx runs fn in a transaction, committing when fn returns nil.
 	InTx(ctx context.Context, fn func(tx Queries) error) error
-	// InTxThen runs first in a transaction under ctx and, once it has
-	// committed, then in a second transaction under thenCtx; each commits
-	// with its own context's sync level. Without between it is two InTx
-	// calls that PostgreSQL makes in one round trip fewer: the first COMMIT
-	// travels with the second's BEGIN and first statements. between, when
-	// set, runs after the first commit and before the second transaction
-	// (which then costs its own round trip); when it fails, then never runs
-	// and between's error is thenErr. firstErr reports a first transaction
-	// that did not commit (then did not run); thenErr, one that did, with a
-	// second that failed.
-	InTxThen(ctx context.Context, first func(tx Queries) error, between func() error,
-		thenCtx context.Context, then func(tx Queries) error) (firstErr, thenErr error)
+	// InTxChain runs steps as transactions, one after another, each
+	// starting once the one before it has committed, each with its own
+	// sync level; a step whose fn fails rolls back and ends the chain. It
+	// returns how many steps committed and the failure of the next one. It
+	// is one InTx per step that PostgreSQL makes in one round trip fewer
+	// each: a step's COMMIT travels with the next step's BEGIN and first
+	// statements, on one connection.
+	InTxChain(ctx context.Context, steps ...TxStep) (committed int, err error)
 	Dialect() string
 	Ping(ctx context.Context) error
 	// Migrated reports whether every embedded migration is applied.

@@ -773,16 +773,23 @@ func (t *pgTx) Commit(ctx context.Context) error {
 }
 
 // Rollback rolls back what the transaction sent; an earlier transaction's
-// commit that it still carries is sent first, and its failure returned.
+// commit that it still carries is sent first. It returns that commit's
+// failure, whenever it was met.
 func (t *pgTx) Rollback(ctx context.Context) error {
 	if t.done {
 		return nil
 	}
 	var err error
-	if t.err == nil {
+	var chained *sqlstore.ChainedCommitError
+	switch {
+	case t.err == nil:
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		err = t.sendLead(rctx)
 		cancel()
+	case errors.As(t.err, &chained):
+		// The earlier transaction did not commit: said again here, since
+		// the statement that met it may have reworded it.
+		err = t.err
 	}
 	t.release(ctx)
 	return err

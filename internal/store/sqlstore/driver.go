@@ -74,7 +74,9 @@ type RowDeferrer interface {
 // unknown: its failure, or a deferred statement's, surfaces at the next
 // transaction's first call, its Commit or its Rollback (which sends the
 // commit if nothing else has), as a *ChainedCommitError, and fails every
-// later call. The receiver is finished once CommitThenBegin returns.
+// later call; Rollback returns it whenever it was met, since the call that
+// met it may have been reworded by its caller. The receiver is finished
+// once CommitThenBegin returns.
 type Chainer interface {
 	CommitThenBegin(ctx context.Context) (Tx, error)
 }

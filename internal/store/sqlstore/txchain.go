@@ -8,80 +8,75 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
-// InTxThen runs first and then as two transactions (store.Store). Where the
-// driver's transactions chain (Chainer: PostgreSQL) the first one's COMMIT
-// rides with the second one's first round trip; elsewhere, and when ctx
-// shares commits (SQLite), it is two InTx calls.
-func (s *Store) InTxThen(ctx context.Context, first func(store.Queries) error, between func() error,
-	thenCtx context.Context, then func(store.Queries) error) (firstErr, thenErr error) {
+// InTxChain runs steps as consecutive transactions (store.Store). Where the
+// driver's transactions chain (Chainer: PostgreSQL) each step's COMMIT rides
+// with the next step's first round trip; elsewhere, and when ctx shares
+// commits (SQLite), it is one InTx per step.
+func (s *Store) InTxChain(ctx context.Context, steps ...store.TxStep) (int, error) {
+	if len(steps) == 0 {
+		return 0, nil
+	}
 	if store.SharedCommit(ctx) && s.shared.enabled {
-		return s.inTxThenApart(ctx, first, between, thenCtx, then)
+		return s.inTxApart(ctx, steps)
 	}
-	ctx1, cancel1 := withDeadline(ctx)
-	defer cancel1()
-	tx1, err := s.driver.Begin(ctx1)
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	tx, err := s.driver.Begin(stepContext(ctx, steps[0]))
 	if err != nil {
-		return fmt.Errorf("begin: %w", s.classify(err)), nil
+		return 0, fmt.Errorf("begin: %w", s.classify(err))
 	}
-	if err := s.runInTx(ctx1, tx1, first); err != nil {
-		_ = tx1.Rollback(context.WithoutCancel(ctx1))
-		return err, nil
-	}
-	chain, chains := tx1.(Chainer)
-	if between != nil || !chains {
-		// between runs once first has committed (it may stand for a crash
-		// after that commit, or wait while others look at its result), so
-		// it forgoes the chaining; so does a driver that cannot chain.
-		if err := s.commit(ctx1, tx1); err != nil {
-			return err, nil
+	for i, step := range steps {
+		if i > 0 {
+			chain, ok := tx.(Chainer)
+			if !ok {
+				if err := s.commit(ctx, tx); err != nil {
+					return i - 1, err
+				}
+				n, err := s.inTxApart(ctx, steps[i:])
+				return i + n, err
+			}
+			if tx, err = chain.CommitThenBegin(stepContext(ctx, step)); err != nil {
+				return i - 1, fmt.Errorf("commit: %w", s.classify(err))
+			}
 		}
-		return nil, s.second(between, thenCtx, then)
-	}
-	ctx2, cancel2 := withDeadline(thenCtx)
-	defer cancel2()
-	tx2, err := chain.CommitThenBegin(ctx2)
-	if err != nil {
-		return fmt.Errorf("commit: %w", s.classify(err)), nil
-	}
-	err = s.runInTx(ctx2, tx2, then)
-	if err == nil {
-		err = tx2.Commit(ctx2)
-		if err == nil {
-			return nil, nil
+		if err := s.runInTx(ctx, tx, step.Fn); err != nil {
+			// Rolling back sends the previous step's COMMIT if this one
+			// sent nothing; either may report that commit's failure.
+			rollbackErr := tx.Rollback(context.WithoutCancel(ctx))
+			for _, e := range []error{err, rollbackErr} {
+				if commitErr := chainedCommit(e); commitErr != nil {
+					return i - 1, fmt.Errorf("commit: %w", s.classify(commitErr))
+				}
+			}
+			return i, err
 		}
+	}
+	last := len(steps) - 1
+	if err := tx.Commit(ctx); err != nil {
 		if commitErr := chainedCommit(err); commitErr != nil {
-			return fmt.Errorf("commit: %w", s.classify(commitErr)), nil
+			return last - 1, fmt.Errorf("commit: %w", s.classify(commitErr))
 		}
-		return nil, fmt.Errorf("commit: %w", s.classify(err))
+		return last, fmt.Errorf("commit: %w", s.classify(err))
 	}
-	// Rolling back sends first's COMMIT if then sent nothing.
-	rollbackErr := tx2.Rollback(context.WithoutCancel(ctx2))
-	for _, e := range []error{err, rollbackErr} {
-		if commitErr := chainedCommit(e); commitErr != nil {
-			return fmt.Errorf("commit: %w", s.classify(commitErr)), nil
-		}
-	}
-	return nil, err
+	return len(steps), nil
 }
 
-// inTxThenApart is InTxThen as two InTx calls.
-func (s *Store) inTxThenApart(ctx context.Context, first func(store.Queries) error, between func() error,
-	thenCtx context.Context, then func(store.Queries) error) (firstErr, thenErr error) {
-	if err := s.InTx(ctx, first); err != nil {
-		return err, nil
-	}
-	return nil, s.second(between, thenCtx, then)
-}
-
-// second runs between, then then in a transaction of its own, once the
-// first transaction has committed.
-func (s *Store) second(between func() error, thenCtx context.Context, then func(store.Queries) error) error {
-	if between != nil {
-		if err := between(); err != nil {
-			return err
+// inTxApart is InTxChain as one InTx per step.
+func (s *Store) inTxApart(ctx context.Context, steps []store.TxStep) (int, error) {
+	for i, step := range steps {
+		if err := s.InTx(stepContext(ctx, step), step.Fn); err != nil {
+			return i, err
 		}
 	}
-	return s.InTx(thenCtx, then)
+	return len(steps), nil
+}
+
+// stepContext is ctx with the step's sync level.
+func stepContext(ctx context.Context, step store.TxStep) context.Context {
+	if step.DeferredSync {
+		return store.WithDeferredSync(ctx)
+	}
+	return ctx
 }
 
 // runInTx runs fn on tx; a panic rolls tx back (which, for a chained

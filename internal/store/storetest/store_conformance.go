@@ -18,7 +18,7 @@ var storeTests = []contractTest{
 	// only reports Migrated).
 	{name: "migrations are replay-safe", driver: testMigrateTwice},
 	{name: "writes in a transaction apply in order and fail it", fn: testTransactionWrites},
-	{name: "a transaction pair commits the first before the second", fn: testTransactionPairs},
+	{name: "a chain of transactions commits each before the next", fn: testTransactionChains},
 	{name: "a notification wakes its waiter", fn: testNotify},
 	{name: "a closed store answers errors", fn: testClose},
 }
@@ -125,96 +125,93 @@ func testTransactionWrites(t *testing.T, s store.Store) {
 	must(t, s.InsertTask(ctx, newTask("ws", "ext-3", 3)))
 }
 
-// testTransactionPairs: InTxThen's second transaction sees the first one
-// committed; a failure of the second leaves the first committed, whether the
-// second had sent anything or not; a first that fails (in Go, or in a write
-// that travels with its COMMIT) applies nothing, and nothing of the second
-// applies either; between runs after the first commit and, failing, keeps
-// the second from running.
-func testTransactionPairs(t *testing.T, s store.Store) {
+// testTransactionChains: each transaction of InTxChain sees the ones before
+// it committed; a failure of one leaves the earlier ones committed, whether
+// it had sent anything or not, and ends the chain; a transaction that fails
+// (in Go, or in a write that travels with its COMMIT) applies nothing, and
+// nothing after it runs or applies.
+func testTransactionChains(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	SeedWorkspace(t, s, "ws")
 	must(t, s.InsertTask(ctx, newTask("ws", "held", 1)))
 	errStop := errors.New("caller gave up")
-	insert := func(ext string, n int) func(tx store.Queries) error {
-		return func(tx store.Queries) error { return tx.InsertTask(ctx, newTask("ws", ext, n)) }
+	insert := func(ext string, n int) store.TxStep {
+		return store.TxStep{Fn: func(tx store.Queries) error { return tx.InsertTask(ctx, newTask("ws", ext, n)) }}
 	}
+	seesThenInserts := func(seen, ext string, n int) store.TxStep {
+		return store.TxStep{DeferredSync: true, Fn: func(tx store.Queries) error {
+			if _, err := tx.LookupTaskByExternalID(ctx, "ws", seen); err != nil {
+				return fmt.Errorf("%s is not committed before the next transaction: %w", seen, err)
+			}
+			return tx.InsertTask(ctx, newTask("ws", ext, n))
+		}}
+	}
+	fails := func(before func(tx store.Queries) error) store.TxStep {
+		return store.TxStep{Fn: func(tx store.Queries) error {
+			if err := before(tx); err != nil {
+				return err
+			}
+			return errStop
+		}}
+	}
+	nothing := func(store.Queries) error { return nil }
+	neverRuns := store.TxStep{Fn: func(store.Queries) error {
+		t.Error("a transaction ran after a failed one")
+		return nil
+	}}
 	tests := []struct {
-		name      string
-		first     func(tx store.Queries) error
-		between   func() error
-		then      func(tx store.Queries) error
-		wantFirst error
-		wantThen  error
-		wantTasks []string // external IDs that must exist afterwards
-		noTasks   []string // and that must not
+		name          string
+		steps         []store.TxStep
+		wantCommitted int
+		wantErr       error
+		wantTasks     []string // external IDs that must exist afterwards
+		noTasks       []string // and that must not
 	}{
-		{name: "both commit, the second seeing the first",
-			first: insert("a1", 10),
-			then: func(tx store.Queries) error {
-				if _, err := tx.LookupTaskByExternalID(ctx, "ws", "a1"); err != nil {
-					return fmt.Errorf("the second transaction does not see the first: %w", err)
-				}
-				return tx.InsertTask(ctx, newTask("ws", "a2", 11))
-			},
-			wantTasks: []string{"a1", "a2"}},
-		{name: "a second that fails after writing keeps the first",
-			first: insert("b1", 20),
-			then: func(tx store.Queries) error {
+		{name: "all commit, each seeing the one before",
+			steps:         []store.TxStep{insert("a1", 10), seesThenInserts("a1", "a2", 11), seesThenInserts("a2", "a3", 12)},
+			wantCommitted: 3, wantTasks: []string{"a1", "a2", "a3"}},
+		{name: "a failure after writing keeps the transactions before it",
+			steps: []store.TxStep{insert("b1", 20), fails(func(tx store.Queries) error {
 				if err := tx.InsertTask(ctx, newTask("ws", "b2", 21)); err != nil {
 					return err
 				}
-				if _, err := tx.GetWorkspace(ctx, "ws"); err != nil {
+				_, err := tx.GetWorkspace(ctx, "ws")
+				return err
+			}), neverRuns},
+			wantCommitted: 1, wantErr: errStop, wantTasks: []string{"b1"}, noTasks: []string{"b2"}},
+		{name: "a failure before any statement keeps the transactions before it",
+			steps:         []store.TxStep{insert("c1", 30), seesThenInserts("c1", "c2", 31), fails(nothing)},
+			wantCommitted: 2, wantErr: errStop, wantTasks: []string{"c1", "c2"}},
+		{name: "a last transaction that writes nothing keeps the ones before it",
+			steps:         []store.TxStep{insert("d1", 40), {Fn: nothing}},
+			wantCommitted: 2, wantTasks: []string{"d1"}},
+		{name: "a write that fails with the commit applies nothing of its transaction",
+			steps: []store.TxStep{insert("e1", 50), {DeferredSync: true, Fn: func(tx store.Queries) error {
+				if err := tx.InsertTask(ctx, newTask("ws", "e2", 51)); err != nil {
 					return err
 				}
-				return errStop
-			},
-			wantThen: errStop, wantTasks: []string{"b1"}, noTasks: []string{"b2"}},
-		{name: "a second that fails before any statement keeps the first",
-			first:    insert("c1", 30),
-			then:     func(store.Queries) error { return errStop },
-			wantThen: errStop, wantTasks: []string{"c1"}},
-		{name: "a second that writes nothing keeps the first",
-			first:     insert("d1", 40),
-			then:      func(store.Queries) error { return nil },
-			wantTasks: []string{"d1"}},
-		{name: "a first whose write with the commit fails applies nothing",
-			first: func(tx store.Queries) error {
-				if err := tx.InsertTask(ctx, newTask("ws", "e1", 50)); err != nil {
+				return tx.InsertTask(ctx, newTask("ws", "held", 52))
+			}}, insert("e3", 53)},
+			wantCommitted: 1, wantErr: store.ErrExternalIDTaken, wantTasks: []string{"e1"}, noTasks: []string{"e2", "e3"}},
+		{name: "a commit failure met by the next transaction's first read is the failure of its own transaction",
+			steps: []store.TxStep{insert("i1", 90), {DeferredSync: true, Fn: func(tx store.Queries) error {
+				if err := tx.InsertTask(ctx, newTask("ws", "i2", 91)); err != nil {
 					return err
 				}
-				return tx.InsertTask(ctx, newTask("ws", "held", 51))
-			},
-			then:      insert("e2", 52),
-			wantFirst: store.ErrExternalIDTaken, noTasks: []string{"e1", "e2"}},
-		{name: "a first that fails applies nothing and the second never runs",
-			first: func(tx store.Queries) error {
-				if err := tx.InsertTask(ctx, newTask("ws", "f1", 60)); err != nil {
-					return err
-				}
-				return errStop
-			},
-			then:      func(store.Queries) error { t.Error("the second ran after a failed first"); return nil },
-			wantFirst: errStop, noTasks: []string{"f1"}},
-		{name: "between sees the first committed and can stop the second",
-			first: insert("g1", 70),
-			between: func() error {
-				if _, err := s.LookupTaskByExternalID(ctx, "ws", "g1"); err != nil {
-					return fmt.Errorf("between does not see the first committed: %w", err)
-				}
-				return errStop
-			},
-			then:     func(store.Queries) error { t.Error("the second ran after between failed"); return nil },
-			wantThen: errStop, wantTasks: []string{"g1"}},
+				return tx.InsertTask(ctx, newTask("ws", "held", 92))
+			}}, seesThenInserts("i1", "i3", 93)},
+			wantCommitted: 1, wantErr: store.ErrExternalIDTaken, wantTasks: []string{"i1"}, noTasks: []string{"i2", "i3"}},
+		{name: "a first transaction that fails applies nothing and ends the chain",
+			steps: []store.TxStep{fails(func(tx store.Queries) error {
+				return tx.InsertTask(ctx, newTask("ws", "f1", 60))
+			}), neverRuns},
+			wantCommitted: 0, wantErr: errStop, noTasks: []string{"f1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			firstErr, thenErr := s.InTxThen(ctx, tc.first, tc.between, ctx, tc.then)
-			if !errors.Is(firstErr, tc.wantFirst) || (tc.wantFirst == nil && firstErr != nil) {
-				t.Errorf("firstErr = %v, want %v", firstErr, tc.wantFirst)
-			}
-			if !errors.Is(thenErr, tc.wantThen) || (tc.wantThen == nil && thenErr != nil) {
-				t.Errorf("thenErr = %v, want %v", thenErr, tc.wantThen)
+			committed, err := s.InTxChain(ctx, tc.steps...)
+			if committed != tc.wantCommitted || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Errorf("InTxChain = %d, %v; want %d, %v", committed, err, tc.wantCommitted, tc.wantErr)
 			}
 			for _, ext := range tc.wantTasks {
 				if _, err := s.LookupTaskByExternalID(ctx, "ws", ext); err != nil {
