@@ -512,6 +512,8 @@ type leadStmt struct {
 	sql  string
 	args []any
 	read func(pgx.BatchResults) error
+	// back is how many transactions before the carrying one it belongs to.
+	back int
 }
 
 func execResult(br pgx.BatchResults) error {
@@ -621,7 +623,7 @@ func (t *pgTx) send(ctx context.Context, self bool, queue func(*pgx.Batch)) (pgx
 	br := t.conn.SendBatch(ctx, b)
 	for _, l := range lead {
 		if err := l.read(br); err != nil {
-			return nil, t.fail(br, &sqlstore.ChainedCommitError{Err: err})
+			return nil, t.fail(br, &sqlstore.ChainedCommitError{Err: err, Back: l.back})
 		}
 	}
 	if begin {
@@ -666,23 +668,28 @@ func (t *pgTx) CommitThenBegin(ctx context.Context) (sqlstore.Tx, error) {
 		t.release(ctx)
 		return nil, err
 	}
-	lead := t.lead
+	// What an earlier transaction still has to send moves one further back.
+	lead := make([]leadStmt, 0, len(t.lead)+len(t.pending)+4)
+	for _, l := range t.lead {
+		l.back++
+		lead = append(lead, l)
+	}
 	if t.begun || len(t.pending) > 0 {
 		if !t.begun {
-			lead = append(lead, leadStmt{sql: "BEGIN", read: execResult})
+			lead = append(lead, leadStmt{sql: "BEGIN", read: execResult, back: 1})
 			if t.syncLocal != "" {
-				lead = append(lead, leadStmt{sql: setSyncLocal, args: []any{t.syncLocal}, read: execResult})
+				lead = append(lead, leadStmt{sql: setSyncLocal, args: []any{t.syncLocal}, read: execResult, back: 1})
 			}
 		}
 		for _, p := range t.pending {
-			lead = append(lead, leadStmt{sql: p.sql, args: p.args, read: func(br pgx.BatchResults) error {
+			lead = append(lead, leadStmt{sql: p.sql, args: p.args, back: 1, read: func(br pgx.BatchResults) error {
 				if err := p.read(br); err != nil {
 					return &sqlstore.DeferredError{Err: err}
 				}
 				return nil
 			}})
 		}
-		lead = append(lead, leadStmt{sql: "COMMIT", read: commitResult})
+		lead = append(lead, leadStmt{sql: "COMMIT", read: commitResult, back: 1})
 	}
 	next := &pgTx{conn: t.conn, deferredConn: t.deferredConn, syncLocal: syncLocalFor(ctx, t.deferredConn), lead: lead}
 	t.done, t.pending, t.lead, t.conn = true, nil, nil, nil

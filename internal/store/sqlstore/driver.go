@@ -81,10 +81,14 @@ type Chainer interface {
 	CommitThenBegin(ctx context.Context) (Tx, error)
 }
 
-// ChainedCommitError is the failure of the commit a transaction carried for
-// the one before it (Chainer): the earlier transaction did not commit, and
-// the one that carried it ran nothing.
-type ChainedCommitError struct{ Err error }
+// ChainedCommitError is the failure of a commit a transaction carried for
+// an earlier one of its chain (Chainer): that transaction, Back before the
+// carrying one (1: the one just before it), did not commit, and nothing
+// after it ran.
+type ChainedCommitError struct {
+	Err  error
+	Back int
+}
 
 func (e *ChainedCommitError) Error() string { return e.Err.Error() }
 func (e *ChainedCommitError) Unwrap() error { return e.Err }

@@ -36,16 +36,20 @@ func (s *Store) InTxChain(ctx context.Context, steps ...store.TxStep) (int, erro
 				return i + n, err
 			}
 			if tx, err = chain.CommitThenBegin(stepContext(ctx, step)); err != nil {
-				return i - 1, fmt.Errorf("commit: %w", s.classify(err))
+				back := 1
+				if ce := chainedCommit(err); ce != nil {
+					back, err = ce.Back+1, ce.Err
+				}
+				return i - back, fmt.Errorf("commit: %w", s.classify(err))
 			}
 		}
 		if err := s.runInTx(ctx, tx, step.Fn); err != nil {
-			// Rolling back sends the previous step's COMMIT if this one
-			// sent nothing; either may report that commit's failure.
+			// Rolling back sends the earlier steps' COMMITs if this one
+			// sent nothing; either may report such a commit's failure.
 			rollbackErr := tx.Rollback(context.WithoutCancel(ctx))
 			for _, e := range []error{err, rollbackErr} {
-				if commitErr := chainedCommit(e); commitErr != nil {
-					return i - 1, fmt.Errorf("commit: %w", s.classify(commitErr))
+				if ce := chainedCommit(e); ce != nil {
+					return i - ce.Back, fmt.Errorf("commit: %w", s.classify(ce.Err))
 				}
 			}
 			return i, err
@@ -53,8 +57,8 @@ func (s *Store) InTxChain(ctx context.Context, steps ...store.TxStep) (int, erro
 	}
 	last := len(steps) - 1
 	if err := tx.Commit(ctx); err != nil {
-		if commitErr := chainedCommit(err); commitErr != nil {
-			return last - 1, fmt.Errorf("commit: %w", s.classify(commitErr))
+		if ce := chainedCommit(err); ce != nil {
+			return last - ce.Back, fmt.Errorf("commit: %w", s.classify(ce.Err))
 		}
 		return last, fmt.Errorf("commit: %w", s.classify(err))
 	}
@@ -100,10 +104,10 @@ func (s *Store) commit(ctx context.Context, tx Tx) error {
 
 // chainedCommit is the failure of an earlier transaction's commit carried
 // in err, or nil.
-func chainedCommit(err error) error {
+func chainedCommit(err error) *ChainedCommitError {
 	var ce *ChainedCommitError
 	if errors.As(err, &ce) {
-		return ce.Err
+		return ce
 	}
 	return nil
 }

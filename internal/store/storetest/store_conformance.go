@@ -201,6 +201,14 @@ func testTransactionChains(t *testing.T, s store.Store) {
 				return tx.InsertTask(ctx, newTask("ws", "held", 92))
 			}}, seesThenInserts("i1", "i3", 93)},
 			wantCommitted: 1, wantErr: store.ErrExternalIDTaken, wantTasks: []string{"i1"}, noTasks: []string{"i2", "i3"}},
+		{name: "a commit failure carried past a transaction that sent nothing is the failure of its own transaction",
+			steps: []store.TxStep{{Fn: func(tx store.Queries) error {
+				if err := tx.InsertTask(ctx, newTask("ws", "j1", 100)); err != nil {
+					return err
+				}
+				return tx.InsertTask(ctx, newTask("ws", "held", 101))
+			}}, insert("j2", 102), seesThenInserts("j2", "j3", 103)},
+			wantCommitted: 0, wantErr: store.ErrExternalIDTaken, noTasks: []string{"j1", "j2", "j3"}},
 		{name: "a first transaction that fails applies nothing and ends the chain",
 			steps: []store.TxStep{fails(func(tx store.Queries) error {
 				return tx.InsertTask(ctx, newTask("ws", "f1", 60))
