@@ -365,10 +365,11 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 	if err := c.st.InTx(unacknowledged(ctx), steps[0].Fn); err != nil {
 		return cm.finish(ctx, 0, err)
 	}
-	if cm.replay == nil && !cm.taskGone {
-		if err := c.failpoint(FailAfterPhaseA); err != nil {
-			return Result{}, err
-		}
+	if cm.replay != nil || cm.taskGone {
+		return cm.finish(ctx, 1, nil) // phase A has the answer
+	}
+	if err := c.failpoint(FailAfterPhaseA); err != nil {
+		return Result{}, err
 	}
 	if err := c.st.InTx(ctx, steps[1].Fn); err != nil {
 		return cm.finish(ctx, 1, err)
