@@ -198,8 +198,8 @@ func (e *stepError) Unwrap() error { return ErrStepFailed }
 // and writes the preparing task row, the operation and its planned steps.
 func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) (BeginResult, error) {
 	ext, found, workspace, err := c.lookupFirst(ctx, req)
-	if err != nil || found != nil {
-		return derefBegin(found), err
+	if err != nil || found.Outcome != 0 {
+		return found, err
 	}
 	b, err := c.prepareBegin(ctx, req, ext, workspace)
 	if err == nil {
@@ -219,44 +219,39 @@ func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) 
 // Complete; with a failpoint, every boundary commits apart.
 func (c *Coordinator) createWithoutSteps(ctx context.Context, req CreateRequest) (Result, error) {
 	ext, found, workspace, err := c.lookupFirst(ctx, req)
-	if err != nil || found != nil {
-		r := derefBegin(found)
-		return Result{Task: r.Task, Outcome: r.Outcome}, err
+	if err != nil || found.Outcome != 0 {
+		return found.result(), err
 	}
 	b, err := c.prepareBegin(ctx, req, ext, workspace)
 	if err != nil {
 		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, err)
-		return Result{Task: r.Task, Outcome: r.Outcome}, err
+		return r.result(), err
 	}
 	cm := &completion{c: c, opID: b.result.Handle.OperationID, f: fence{h: b.result.Handle}}
 	committed, err := c.st.InTxChain(ctx, append([]store.TxStep{{DeferredSync: true, Fn: b.write}}, cm.steps(ctx)...)...)
 	if committed == 0 {
 		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, fmt.Errorf("begin task creation: %w", err))
-		return Result{Task: r.Task, Outcome: r.Outcome}, err
+		return r.result(), err
 	}
 	return cm.finish(ctx, committed-1, err)
 }
 
-func derefBegin(r *BeginResult) BeginResult {
-	if r == nil {
-		return BeginResult{}
-	}
-	return *r
-}
+// result is what Create answers for a Begin that found the task (or failed).
+func (r BeginResult) result() Result { return Result{Task: r.Task, Outcome: r.Outcome} }
 
-// lookupFirst normalizes the external ID and looks it up: found is the
-// Found result when a task holds it. workspace reads the workspace a miss
-// needs next; it is read alongside the lookup, so the create waits for one
-// read instead of two in a row.
-func (c *Coordinator) lookupFirst(ctx context.Context, req CreateRequest) (ext string, found *BeginResult,
+// lookupFirst normalizes the external ID and looks it up: found has a Found
+// outcome when a task holds it (a zero outcome otherwise). workspace reads
+// the workspace a miss needs next; it is read alongside the lookup, so the
+// create waits for one read instead of two in a row.
+func (c *Coordinator) lookupFirst(ctx context.Context, req CreateRequest) (ext string, found BeginResult,
 	workspace func() (store.Workspace, error), err error) {
 	ext, err = NormalizeExternalID(req.ExternalID)
 	if err != nil {
-		return "", nil, nil, err
+		return "", found, nil, err
 	}
 	workspace = func() (store.Workspace, error) { return c.st.GetWorkspace(ctx, req.WorkspaceID) }
 	if ext == "" {
-		return ext, nil, workspace, nil
+		return ext, found, workspace, nil
 	}
 	read := make(chan workspaceRead, 1)
 	go func() {
@@ -267,11 +262,11 @@ func (c *Coordinator) lookupFirst(ctx context.Context, req CreateRequest) (ext s
 	t, outcome, err := c.lookup(ctx, req.WorkspaceID, ext)
 	switch {
 	case err == nil:
-		return ext, &BeginResult{Task: t, Outcome: outcome}, nil, nil
+		return ext, BeginResult{Task: t, Outcome: outcome}, nil, nil
 	case !errors.Is(err, store.ErrNotFound):
-		return ext, nil, nil, fmt.Errorf("lookup external id: %w", err)
+		return ext, found, nil, fmt.Errorf("lookup external id: %w", err)
 	}
-	return ext, nil, workspace, nil
+	return ext, found, workspace, nil
 }
 
 // beginFailed answers a Begin that failed after a lookup miss: any

@@ -361,8 +361,8 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 		committed, err := c.st.InTxChain(ctx, cm.steps(ctx)...)
 		return cm.finish(ctx, committed, err)
 	}
-	steps := cm.steps(ctx)
-	if err := c.st.InTx(unacknowledged(ctx), steps[0].Fn); err != nil {
+	steps := cm.steps(ctx) // phase A, then phase B, each with its sync level
+	if _, err := c.st.InTxChain(ctx, steps[0]); err != nil {
 		return cm.finish(ctx, 0, err)
 	}
 	if cm.replay != nil || cm.taskGone {
@@ -371,10 +371,8 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 	if err := c.failpoint(FailAfterPhaseA); err != nil {
 		return Result{}, err
 	}
-	if err := c.st.InTx(ctx, steps[1].Fn); err != nil {
-		return cm.finish(ctx, 1, err)
-	}
-	return cm.finish(ctx, 2, nil)
+	committed, err := c.st.InTxChain(ctx, steps[1])
+	return cm.finish(ctx, 1+committed, err)
 }
 
 // completion is one Complete of an operation: its two phases as

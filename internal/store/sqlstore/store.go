@@ -82,29 +82,19 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Queries) error) error
 	return s.inTx(ctx, fn)
 }
 
-func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) (err error) {
+func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	tx, err := s.driver.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", s.classify(err))
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-			panic(p)
-		}
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if err = fn(queries{ex: tx, d: s.driver, inTx: true}); err != nil {
+	if err := s.runInTx(ctx, tx, fn); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
-	if err = tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", s.classify(err))
-	}
-	return nil
+	// A failed COMMIT ends the transaction in both drivers.
+	return s.commit(ctx, tx)
 }
 
 // WaitForNotification waits for the next Notify on channel from any process

@@ -36,11 +36,11 @@ func (s *Store) InTxChain(ctx context.Context, steps ...store.TxStep) (int, erro
 				return i + n, err
 			}
 			if tx, err = chain.CommitThenBegin(stepContext(ctx, step)); err != nil {
-				back := 1
+				// The failure is the previous step's, or one it carried.
 				if ce := chainedCommit(err); ce != nil {
-					back, err = ce.Back+1, ce.Err
+					return s.chainedFailure(i-1, ce)
 				}
-				return i - back, fmt.Errorf("commit: %w", s.classify(err))
+				return i - 1, fmt.Errorf("commit: %w", s.classify(err))
 			}
 		}
 		if err := s.runInTx(ctx, tx, step.Fn); err != nil {
@@ -49,7 +49,7 @@ func (s *Store) InTxChain(ctx context.Context, steps ...store.TxStep) (int, erro
 			rollbackErr := tx.Rollback(context.WithoutCancel(ctx))
 			for _, e := range []error{err, rollbackErr} {
 				if ce := chainedCommit(e); ce != nil {
-					return i - ce.Back, fmt.Errorf("commit: %w", s.classify(ce.Err))
+					return s.chainedFailure(i, ce)
 				}
 			}
 			return i, err
@@ -58,7 +58,7 @@ func (s *Store) InTxChain(ctx context.Context, steps ...store.TxStep) (int, erro
 	last := len(steps) - 1
 	if err := tx.Commit(ctx); err != nil {
 		if ce := chainedCommit(err); ce != nil {
-			return last - ce.Back, fmt.Errorf("commit: %w", s.classify(ce.Err))
+			return s.chainedFailure(last, ce)
 		}
 		return last, fmt.Errorf("commit: %w", s.classify(err))
 	}
@@ -100,6 +100,12 @@ func (s *Store) commit(ctx context.Context, tx Tx) error {
 		return fmt.Errorf("commit: %w", s.classify(err))
 	}
 	return nil
+}
+
+// chainedFailure is InTxChain's answer when step i met the failed commit of
+// an earlier step, ce.Back steps before it: that step did not commit.
+func (s *Store) chainedFailure(i int, ce *ChainedCommitError) (int, error) {
+	return i - ce.Back, fmt.Errorf("commit: %w", s.classify(ce.Err))
 }
 
 // chainedCommit is the failure of an earlier transaction's commit carried
