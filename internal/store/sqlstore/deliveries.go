@@ -148,12 +148,15 @@ func (q queries) GetDelivery(ctx context.Context, id string) (store.Delivery, er
 	return d, q.wrap("get delivery", err)
 }
 
-// rareStatuses is the predicate of the partial status indexes.
-const rareStatuses = "status IN ('failed', 'retrying', 'ignored', 'suppressed')"
+// rareStatuses is the predicate of the partial status indexes. The
+// partial indexes' predicates are ORs, not IN lists, on SQLite (migration
+// 00013 says why); PostgreSQL, whose indexes kept their IN lists, proves
+// either form from the other.
+const rareStatuses = "(status = 'failed' OR status = 'retrying' OR status = 'ignored' OR status = 'suppressed')"
 
 // pendingStatuses is the predicate of the partial index of due deliveries
 // (idx_deliveries_due, which the workers' claim reads).
-const pendingStatuses = "status IN ('queued', 'retrying', 'processing')"
+const pendingStatuses = "(status = 'queued' OR status = 'retrying' OR status = 'processing')"
 
 // deliveryWhere renders a filter's predicates, numbering arguments from
 // those already in args. Each filter has an index ending in (received_at,
@@ -303,6 +306,19 @@ func (q queries) errorScanStop(ctx context.Context, f store.DeliveryFilter) (*st
 	return &p, nil
 }
 
+// claimDeliveries is the claim's UPDATE: $1 now, $2 the owner, $3 the lease
+// expiry, $4 the limit; skipLocked is the driver's SkipLocked.
+func claimDeliveries(skipLocked string) string {
+	return `UPDATE deliveries SET status = 'processing', attempts = attempts + 1,
+			lease_owner = $2, lease_expires_at = $3, next_attempt_at = $3
+		WHERE id IN (SELECT id FROM deliveries d
+			WHERE ` + pendingStatuses + ` AND d.next_attempt_at <= $1
+			  AND NOT EXISTS (SELECT 1 FROM entity_leases l WHERE l.entity_key = d.entity_key
+			                  AND l.expires_at > $1 AND l.delivery_id <> d.id)
+			ORDER BY d.next_attempt_at LIMIT $4` + skipLocked + `)
+		RETURNING ` + deliverySummaryColumns
+}
+
 // ClaimDeliveries is one UPDATE of the rows its subquery picks (PostgreSQL:
 // FOR UPDATE SKIP LOCKED, so concurrent claimers take different rows). A
 // processing row's next_attempt_at is its lease expiry, so one predicate
@@ -311,14 +327,7 @@ func (q queries) ClaimDeliveries(ctx context.Context, owner string, now time.Tim
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	expires := now.Add(lease)
-	rows, err := q.ex.Query(ctx, `UPDATE deliveries SET status = 'processing', attempts = attempts + 1,
-			lease_owner = $2, lease_expires_at = $3, next_attempt_at = $3
-		WHERE id IN (SELECT id FROM deliveries d
-			WHERE d.status IN ('queued', 'retrying', 'processing') AND d.next_attempt_at <= $1
-			  AND NOT EXISTS (SELECT 1 FROM entity_leases l WHERE l.entity_key = d.entity_key
-			                  AND l.expires_at > $1 AND l.delivery_id <> d.id)
-			ORDER BY d.next_attempt_at LIMIT $4`+q.d.SkipLocked()+`)
-		RETURNING `+deliverySummaryColumns, now, owner, expires, limit)
+	rows, err := q.ex.Query(ctx, claimDeliveries(q.d.SkipLocked()), now, owner, expires, limit)
 	if err != nil {
 		return nil, q.wrap("claim deliveries", err)
 	}
@@ -613,11 +622,13 @@ func (q queries) deliveriesByID(ctx context.Context, ids []string) ([]store.Deli
 	return out, nil
 }
 
+const nextDeliveryDue = `SELECT MIN(next_attempt_at) FROM deliveries WHERE ` + pendingStatuses
+
 func (q queries) NextDeliveryDue(ctx context.Context) (time.Time, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var t *time.Time
-	err := q.ex.QueryRow(ctx, `SELECT MIN(next_attempt_at) FROM deliveries WHERE status IN ('queued', 'retrying', 'processing')`).Scan(&t)
+	err := q.ex.QueryRow(ctx, nextDeliveryDue).Scan(&t)
 	if err != nil || t == nil {
 		return time.Time{}, q.wrap("next delivery due", err)
 	}

@@ -23,7 +23,7 @@ func (q queries) DeliveryStats(ctx context.Context) (store.DeliveryStats, error)
 		return out, q.wrap("count deliveries", err)
 	}
 	for _, where := range []string{pendingStatuses, rareStatuses} {
-		rows, err := q.ex.Query(ctx, `SELECT status, COUNT(*) FROM deliveries WHERE `+where+` GROUP BY status`)
+		rows, err := q.ex.Query(ctx, countByStatus(where))
 		if err != nil {
 			return out, q.wrap("count deliveries", err)
 		}
@@ -49,7 +49,7 @@ func (q queries) DeliveryStats(ctx context.Context) (store.DeliveryStats, error)
 		out.ByStatus[store.DeliverySucceeded] = n
 	}
 	var oldest *time.Time
-	if err := q.ex.QueryRow(ctx, `SELECT MIN(received_at) FROM deliveries WHERE status = 'queued' AND `+pendingStatuses).Scan(&oldest); err != nil {
+	if err := q.ex.QueryRow(ctx, oldestQueued).Scan(&oldest); err != nil {
 		return out, q.wrap("oldest queued delivery", err)
 	}
 	if oldest != nil {
@@ -57,3 +57,10 @@ func (q queries) DeliveryStats(ctx context.Context) (store.DeliveryStats, error)
 	}
 	return out, nil
 }
+
+// countByStatus counts the deliveries of a partial index's predicate.
+func countByStatus(predicate string) string {
+	return `SELECT status, COUNT(*) FROM deliveries WHERE ` + predicate + ` GROUP BY status`
+}
+
+const oldestQueued = `SELECT MIN(received_at) FROM deliveries WHERE status = 'queued' AND ` + pendingStatuses

@@ -102,13 +102,18 @@ func (q queries) UpdateOperation(ctx context.Context, op store.Operation) error 
 		op.Generation, nullString(op.LeaseOwner), op.LeaseExpiresAt, nullString(op.Error), nullString(op.ExternalID), op.UpdatedAt)
 }
 
+// listOpenOperations repeats idx_creation_operations_open's predicate word
+// for word, as SQLite needs to read a partial index: $1 stale before, $2
+// now, $3 the limit.
+const listOpenOperations = `SELECT ` + operationColumns + ` FROM task_creation_operations
+		WHERE (state = 'preparing' OR state = 'preparing-release' OR state = 'completing') AND updated_at < $1
+		  AND (lease_expires_at IS NULL OR lease_expires_at < $2)
+		ORDER BY updated_at LIMIT $3`
+
 func (q queries) ListOpenOperations(ctx context.Context, staleBefore, now time.Time, limit int) ([]store.Operation, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	rows, err := q.ex.Query(ctx, `SELECT `+operationColumns+` FROM task_creation_operations
-		WHERE state IN ('preparing', 'preparing-release', 'completing') AND updated_at < $1
-		  AND (lease_expires_at IS NULL OR lease_expires_at < $2)
-		ORDER BY updated_at LIMIT $3`, staleBefore, now, limit)
+	rows, err := q.ex.Query(ctx, listOpenOperations, staleBefore, now, limit)
 	if err != nil {
 		return nil, q.wrap("list open operations", err)
 	}
