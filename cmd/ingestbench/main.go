@@ -151,6 +151,7 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 		g := b.run(fmt.Sprintf("drain of %d new issues", b.drainN), false, func(g *gateway) {
 			res = drain(g.url, b.tmpl, senders, b.drainN, &b.seq)
 		})
+		res.gatewayCPU = g.cpuSeconds
 		if res.tasks == res.n && res.ackSeconds > 0 {
 			r.drainAcks, r.drainTasks = res.acksPerSecond(), res.tasksPerSecond()
 		}
@@ -241,6 +242,7 @@ type gateway struct {
 	ackLatency  latencies
 	taskLatency latencies
 	rssMB       int64
+	cpuSeconds  float64 // the gateway's user and system CPU while fn ran
 }
 
 // run starts a gateway on a fresh database (or, for the ceiling, the
@@ -302,7 +304,9 @@ connections:
 	}
 	g := &gateway{url: addr}
 	fmt.Printf("run %d: %s on %s\n", b.run_, name, where)
+	cpuBefore := processCPU(cmd.Process.Pid)
 	fn(g)
+	g.cpuSeconds = processCPU(cmd.Process.Pid) - cpuBefore
 	g.rssMB = peakRSS(cmd.Process.Pid)
 	_ = cmd.Process.Signal(os.Interrupt)
 	_ = cmd.Wait()
@@ -363,6 +367,26 @@ func peakRSS(pid int) int64 {
 	return -1
 }
 
+// processCPU is the user and system CPU time pid has used, in seconds
+// (/proc/PID/stat counts it in USER_HZ ticks, 100 a second on Linux); 0
+// when it cannot be read.
+func processCPU(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces: the fields that follow it start
+	// after its closing parenthesis, with the state (field 3).
+	i := strings.LastIndexByte(string(raw), ')')
+	fields := strings.Fields(string(raw[i+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64) // field 14
+	stime, _ := strconv.ParseFloat(fields[12], 64) // field 15
+	return (utime + stime) / 100
+}
+
 // template is the fixture with unique markers substituted per delivery.
 type template struct {
 	raw []byte
@@ -392,9 +416,12 @@ func newTemplate(path string) (*template, error) {
 	return &template{raw: out}, nil
 }
 
+// issueID is the GitHub id of issue n.
+func issueID(n int64) int64 { return 100000000000 + n }
+
 // delivery returns a signed request body and headers for issue n.
 func (t *template) delivery(n int64) ([]byte, http.Header) {
-	id := strconv.FormatInt(100000000000+n, 10)
+	id := strconv.FormatInt(issueID(n), 10)
 	body := bytes.Replace(t.raw, []byte(idMarker), []byte(id), 1)
 	body = bytes.Replace(body, []byte(numberMarker), []byte(strconv.FormatInt(n, 10)), 1)
 	h := http.Header{}
@@ -545,6 +572,19 @@ func listAll(url string) []deliveryJSON {
 		}
 	}
 	return all
+}
+
+// status is the HTTP status of an authenticated GET (0 when it fails).
+func status(url, path string) int {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 func get(url, path string, v any) {
