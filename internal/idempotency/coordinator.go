@@ -109,6 +109,8 @@ type Coordinator struct {
 	Failpoint func(name string) error
 	// Metrics, when set, counts the recovery actions taken.
 	Metrics *metrics.Metrics
+	// workspaces are the snapshots creations plan against.
+	workspaces workspaces
 }
 
 // New returns a coordinator.
@@ -249,16 +251,10 @@ func (c *Coordinator) lookupFirst(ctx context.Context, req CreateRequest) (ext s
 	if err != nil {
 		return "", found, nil, err
 	}
-	workspace = func() (store.Workspace, error) { return c.st.GetWorkspace(ctx, req.WorkspaceID) }
+	workspace = c.readWorkspace(ctx, req.WorkspaceID)
 	if ext == "" {
 		return ext, found, workspace, nil
 	}
-	read := make(chan workspaceRead, 1)
-	go func() {
-		ws, err := c.st.GetWorkspace(ctx, req.WorkspaceID)
-		read <- workspaceRead{ws, err}
-	}()
-	workspace = func() (store.Workspace, error) { r := <-read; return r.ws, r.err }
 	t, outcome, err := c.lookup(ctx, req.WorkspaceID, ext)
 	switch {
 	case err == nil:

@@ -14,7 +14,13 @@ import (
 // countingStore counts the write transactions the coordinator opens.
 type countingStore struct {
 	store.Store
-	txs atomic.Int64
+	txs            atomic.Int64
+	workspaceReads atomic.Int64
+}
+
+func (s *countingStore) GetWorkspace(ctx context.Context, id string) (store.Workspace, error) {
+	s.workspaceReads.Add(1)
+	return s.Store.GetWorkspace(ctx, id)
 }
 
 func (s *countingStore) InTx(ctx context.Context, fn func(tx store.Queries) error) error {
