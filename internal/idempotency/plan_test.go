@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,21 @@ func TestCanonicalIsRFC8785(t *testing.T) {
 		{"HTML characters not escaped", map[string]string{"t": "<a&b>"}, `{"t":"<a&b>"}`},
 		{"null kept", map[string]any{"p": nil}, `{"p":null}`},
 		{"nested objects sorted", map[string]any{"z": map[string]int{"y": 1, "x": 2}}, `{"z":{"x":2,"y":1}}`},
+		// RFC 8785 section 3.2.3: keys sort by UTF-16 code units, so the
+		// emoji (a surrogate pair) sorts before U+FB33 though its UTF-8
+		// bytes are greater.
+		{"keys sorted by UTF-16 code units", map[string]string{"\u20ac": "Euro Sign", "\r": "Carriage Return",
+			"\ufb33": "Hebrew Letter Dalet With Dagesh", "1": "One", "\U0001F600": "Emoji: Grinning Face",
+			"\u0080": "Control", "\u00f6": "Latin Small Letter O With Diaeresis"},
+			`{"\r":"Carriage Return","1":"One","` + "\u0080" + `":"Control","ö":"Latin Small Letter O With Diaeresis",` +
+				`"€":"Euro Sign","😀":"Emoji: Grinning Face","דּ":"Hebrew Letter Dalet With Dagesh"}`},
+		// RFC 8785 section 3.2.2.2: U+0000 to U+001F as \u00XX except the
+		// short escapes; everything else, U+0080 and U+2028 included, as
+		// itself.
+		{"string escapes", map[string]string{"s": "€$\u000f\nA'B\"\\/\u2028"}, "{\"s\":\"€$\\u000f\\nA'B\\\"\\\\/\u2028\"}"},
+		// RFC 8785 appendix B: ECMAScript number serialization.
+		{"numbers as ECMAScript writes them", []float64{333333333.33333329, 1e30, 4.50, 2e-3, 0.000000000000000000000000001, -0.0, 1e-7},
+			`[333333333.3333333,1e+30,4.5,0.002,1e-27,0,1e-7]`},
 	}
 	for _, tc := range tests {
 		got, err := Canonical(tc.in)
@@ -233,5 +249,19 @@ func TestPlanRefusesDuplicateAndUnsupportedSteps(t *testing.T) {
 	}
 	if err := PlanStepKinds([]string{"teleport"}); err == nil || errors.Is(err, ErrUnsupportedStep) {
 		t.Errorf("PlanStepKinds(unknown kind) = %v, want an unknown-kind error", err)
+	}
+}
+
+// BenchmarkCanonical canonicalizes a creation request like the one a new
+// GitHub issue makes (its body as the description).
+func BenchmarkCanonical(b *testing.B) {
+	req := map[string]any{"workspace_id": "bench", "external_id": "github:github.com:issue:100000000001",
+		"title": "Spelling error in the README file", "workflow_step_id": "backlog", "labels": []string{"bug"},
+		"description": strings.Repeat("It looks like you accidently spelled 'commit' with two 't's. ", 40)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Canonical(req); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
