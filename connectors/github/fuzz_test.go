@@ -3,8 +3,11 @@ package github
 import (
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+
+	gh "github.com/google/go-github/v62/github"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/adaptertest"
@@ -18,6 +21,31 @@ func FuzzParse(f *testing.F) {
 		for _, event := range []string{"issues", "pull_request", "ping"} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
 			adaptertest.CheckParsed(t, connectors.ProviderGitHub, host, event, e, err)
+		}
+	})
+}
+
+// FuzzDecodeEvent: decodeEvent accepts exactly the bodies go-github's
+// ParseWebHook accepts, and gives the same event for them.
+func FuzzDecodeEvent(f *testing.F) {
+	adaptertest.AddFixtures(f, fixtureDir)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, tc := range []struct {
+			event string
+			into  func() any
+		}{
+			{"issues", func() any { return new(gh.IssuesEvent) }},
+			{"pull_request", func() any { return new(gh.PullRequestEvent) }},
+		} {
+			want, wantErr := gh.ParseWebHook(tc.event, body)
+			got := tc.into()
+			err := decodeEvent(body, got)
+			switch {
+			case (err == nil) != (wantErr == nil):
+				t.Fatalf("%s: decodeEvent error = %v, ParseWebHook error = %v", tc.event, err, wantErr)
+			case err == nil && !reflect.DeepEqual(got, want):
+				t.Fatalf("%s: decodeEvent = %+v, ParseWebHook = %+v", tc.event, got, want)
+			}
 		}
 	})
 }
