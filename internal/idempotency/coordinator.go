@@ -57,6 +57,11 @@ type CreateRequest struct {
 	// Validate runs after a lookup miss and before any write; it may fill
 	// the request's remaining fields from the caller's input.
 	Validate func(req *CreateRequest) error
+	// KnownAbsent says the caller has just looked the external ID up in
+	// the workspace itself and found no task holding it, so Create does not
+	// read it again. A task created since is still found: the unique index
+	// refuses Begin's insert and Create answers from the re-read.
+	KnownAbsent bool
 }
 
 // Result is a create's task and outcome.
@@ -252,7 +257,9 @@ func (c *Coordinator) lookupFirst(ctx context.Context, req CreateRequest) (ext s
 		return "", found, nil, err
 	}
 	workspace = c.readWorkspace(ctx, req.WorkspaceID)
-	if ext == "" {
+	// The caller's miss counts only for the key Create would read: the
+	// external ID as given is already normalized.
+	if ext == "" || (req.KnownAbsent && ext == req.ExternalID) {
 		return ext, found, workspace, nil
 	}
 	t, outcome, err := c.lookup(ctx, req.WorkspaceID, ext)

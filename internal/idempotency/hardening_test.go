@@ -16,6 +16,12 @@ type countingStore struct {
 	store.Store
 	txs            atomic.Int64
 	workspaceReads atomic.Int64
+	lookups        atomic.Int64
+}
+
+func (s *countingStore) LookupTaskByExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error) {
+	s.lookups.Add(1)
+	return s.Store.LookupTaskByExternalID(ctx, workspaceID, externalID)
 }
 
 func (s *countingStore) GetWorkspace(ctx context.Context, id string) (store.Workspace, error) {
@@ -336,5 +342,53 @@ func TestLinkIsARecordedOperation(t *testing.T) {
 			t.Errorf("link of a held contribution = %+v, %v; want the holder %s", held, err, task.ID)
 		}
 		assertUnchanged(t, before, takeSnapshot(t, st), "link of a held contribution")
+	})
+}
+
+// A caller that has just found no task holding the external ID says so
+// (KnownAbsent), and Create does not look it up again; when the caller was
+// wrong the unique index still refuses the second task and Create answers
+// Found from its re-read. An ID that normalization changes is looked up.
+func TestKnownAbsentSkipsTheLookup(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		counted := &countingStore{Store: st}
+		c := New(counted, discardLogger(), newTestClock().Now)
+		absent := func(ext string) CreateRequest {
+			req := createRequest(ext)
+			req.KnownAbsent = true
+			return req
+		}
+		first, err := c.Create(ctx, absent("ext-1"))
+		if err != nil || first.Outcome != Created {
+			t.Fatalf("first Create = %v, %v; want Created", first.Outcome, err)
+		}
+		steps := []struct {
+			name        string
+			req         CreateRequest
+			wantOutcome Outcome
+			wantLookups int64
+		}{
+			{"the caller's miss is trusted", absent("ext-2"), Created, 0},
+			{"a wrong caller still gets the task that holds the ID", absent("ext-1"), FoundSettled, 1},
+			{"an ID normalization changes is looked up", absent(" ext-3 "), Created, 2},
+			{"without the hint the ID is looked up", createRequest("ext-4"), Created, 3},
+		}
+		for _, step := range steps {
+			res, err := c.Create(ctx, step.req)
+			if err != nil {
+				t.Fatalf("%s: Create: %v", step.name, err)
+			}
+			if res.Outcome != step.wantOutcome {
+				t.Errorf("%s: outcome = %v, want %v", step.name, res.Outcome, step.wantOutcome)
+			}
+			if got := counted.lookups.Load(); got != step.wantLookups {
+				t.Errorf("%s: lookups = %d, want %d", step.name, got, step.wantLookups)
+			}
+		}
+		if n := count(t, st, `SELECT COUNT(*) FROM tasks WHERE external_id = 'ext-1'`); n != 1 {
+			t.Errorf("tasks holding ext-1 = %d, want 1", n)
+		}
 	})
 }

@@ -216,7 +216,8 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 		out.Status, out.Result = store.DeliveryIgnored, "connection filters do not match"
 		return out, nil
 	}
-	out, err = a.create(ctx, conn, ev, nil, out)
+	// Nothing holds the external ID: LookupSourceEntity has just read it.
+	out, err = a.create(ctx, conn, ev, nil, true, out)
 	if err != nil || !(ev.Action == connectors.ActionClose || ev.Closed) || out.Result != idempotency.Created.String() {
 		return out, err
 	}
@@ -238,7 +239,10 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 	return out, nil
 }
 
-func (a *Applier) create(ctx context.Context, conn config.Connection, ev connectors.Event, contributions []idempotency.RemoteContributionRequest, out inbox.Outcome) (inbox.Outcome, error) {
+// create creates the task of ev; absent says the caller has just found no
+// task holding its external ID (idempotency.CreateRequest.KnownAbsent).
+func (a *Applier) create(ctx context.Context, conn config.Connection, ev connectors.Event, contributions []idempotency.RemoteContributionRequest,
+	absent bool, out inbox.Outcome) (inbox.Outcome, error) {
 	title := cleanTitle(ev.Title)
 	if title == "" {
 		title = cleanTitle(ev.Source.Ref)
@@ -256,7 +260,7 @@ func (a *Applier) create(ctx context.Context, conn config.Connection, ev connect
 	}
 	res, err := a.coord.Create(ctx, idempotency.CreateRequest{WorkspaceID: conn.Workspace, ExternalID: ev.ExternalID,
 		Title: title, Description: desc, WorkflowStepID: conn.Step, Labels: labels, Source: src, SourceUpdatedAt: updated,
-		OwnerConnection: conn.ID, Contributions: contributions,
+		OwnerConnection: conn.ID, Contributions: contributions, KnownAbsent: absent,
 		Actor: idempotency.Actor{Kind: "connection", ID: conn.ID, AuthMode: "webhook_signature"}})
 	if err != nil {
 		return out, fmt.Errorf("create task: %w", err)

@@ -68,7 +68,7 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 		out.Status, out.Result = store.DeliveryIgnored, "connection filters do not match"
 		return out, nil
 	}
-	out, err = a.create(ctx, conn, ev, []idempotency.RemoteContributionRequest{req}, out)
+	out, err = a.create(ctx, conn, ev, []idempotency.RemoteContributionRequest{req}, false, out)
 	if errors.Is(err, idempotency.ErrStepFailed) {
 		// The PR/MR was linked to another task (an issue's) while its own
 		// creation ran: that creation was aborted, and the delivery follows
