@@ -3,7 +3,8 @@
 // ceiling (a server of this command's own, ceiling.go, that reads, verifies
 // and acknowledges each webhook as the gateway does, without storing it),
 // ack latency at a fixed 1,000 deliveries/s, receive-to-task-created latency
-// at 500 deliveries/s, and the gateway's peak RSS. It starts `gateway serve`
+// at 500 deliveries/s, a burst's tasks/s against its acks/s with the
+// gateway's CPU per task, and the gateway's peak RSS. It starts `gateway serve`
 // (or, for the ceiling, itself in its ceiling-server mode) as a subprocess
 // per measurement and talks to it over loopback only; every loop is bounded
 // in count and time.
@@ -110,6 +111,7 @@ type round struct {
 	unauthRSSMB, signedRSSMB int64
 	// The drain phase's rates.
 	drainAcks, drainTasks float64
+	drainCPUPerTask       float64 // ms of the gateway's CPU per task
 }
 
 func (b *bench) round(phases map[string]bool, senders int, duration time.Duration) round {
@@ -154,6 +156,7 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 		res.gatewayCPU = g.cpuSeconds
 		if res.tasks == res.n && res.ackSeconds > 0 {
 			r.drainAcks, r.drainTasks = res.acksPerSecond(), res.tasksPerSecond()
+			r.drainCPUPerTask = 1000 * res.gatewayCPU / float64(res.tasks)
 		}
 		r.peakRSSMB = max(r.peakRSSMB, g.rssMB)
 		fmt.Println(res)
@@ -219,6 +222,7 @@ func summarize(rs []round) {
 		}
 		return 100 * r.drainTasks / r.drainAcks
 	}, pct)
+	line("drain CPU ms per task", func(r round) float64 { return r.drainCPUPerTask }, func(v float64) string { return fmt.Sprintf("%.2f", v) })
 	line("peak RSS MB", func(r round) float64 { return float64(r.peakRSSMB) }, rate)
 }
 
