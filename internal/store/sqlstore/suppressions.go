@@ -37,23 +37,25 @@ const (
 	suppressionByExternalID = `SELECT workspace_id, external_id, task_id, reason, created_at
 		FROM suppressions WHERE workspace_id = $1 AND external_id = $2`
 	aliasByExternalID = `SELECT task_id FROM source_aliases WHERE workspace_id = $1 AND external_id = $2`
+	// suppressedOrAliased is LookupSourceEntity's suppression and alias
+	// reads as one statement.
+	suppressedOrAliased = `SELECT EXISTS (SELECT 1 FROM suppressions WHERE workspace_id = $1 AND external_id = $2),
+		(` + aliasByExternalID + `)`
 )
 
 func (q queries) LookupSourceEntity(ctx context.Context, workspaceID, externalID string) (store.SourceEntity, error) {
 	var e store.SourceEntity
 	args := []any{workspaceID, externalID}
+	// Two statements, not three: every delivery of an entity runs this, and
+	// on SQLite each statement is a read transaction of its own.
 	err := q.batch(ctx,
-		BatchQuery{SQL: suppressionByExternalID, Args: args, Scan: func(r Rows) error {
-			e.Suppressed = r.Next()
-			return nil
-		}},
-		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks WHERE ` + taskByExternalID, Args: args, Scan: optionalTask(&e.Task)},
-		BatchQuery{SQL: aliasByExternalID, Args: args, Scan: func(r Rows) error {
-			if !r.Next() {
-				return nil
-			}
-			return r.Scan(&e.AliasTaskID)
-		}})
+		BatchQuery{SQL: suppressedOrAliased, Args: args, Scan: requiredRow(func(r Row) error {
+			var alias sql.NullString
+			err := r.Scan(&e.Suppressed, &alias)
+			e.AliasTaskID = alias.String
+			return err
+		})},
+		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks WHERE ` + taskByExternalID, Args: args, Scan: optionalTask(&e.Task)})
 	return e, q.wrap("lookup source entity", err)
 }
 
