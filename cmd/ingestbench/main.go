@@ -143,7 +143,7 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 	if phases["e2e"] {
 		g := b.run("receive-to-task at 500/s", false, func(g *gateway) {
 			fixedRate(g.url, b.tmpl, 500, duration, &b.seq)
-			g.taskLatency = receiveToTask(g.url)
+			g.taskLatency = receiveToTask(g.url, b.seq.Load())
 		})
 		r.e2eP50, r.e2eP99, r.peakRSSMB = g.taskLatency.p(50), g.taskLatency.p(99), max(r.peakRSSMB, g.rssMB)
 		fmt.Printf("receive-to-task-created at 500/s: p50 %s p90 %s p99 %s max %s (%d tasks)\n", r.e2eP50, g.taskLatency.p(90), r.e2eP99, g.taskLatency.p(100), g.taskLatency.n)
@@ -530,22 +530,21 @@ type deliveryJSON struct {
 // receiveToTask waits (bounded) until every delivery is processed, then
 // returns task.created_at − delivery.received_at for each, both stamped by
 // the gateway.
-func receiveToTask(url string) latencies {
+// receiveToTask waits until every delivery sent is final, then pairs each
+// with its task's created_at. The waiting must not load the gateway whose
+// latency it measures (listing every delivery five times a second did, in
+// the very seconds the backlog's tail was processed): it asks for the task
+// of the last issue sent (lastIssue) with one indexed lookup, then for an
+// empty backlog, and lists the deliveries once at the end.
+func receiveToTask(url string, lastIssue int64) latencies {
 	deadline := time.Now().Add(2 * time.Minute)
-	var ds []deliveryJSON
-	for time.Now().Before(deadline) {
-		ds = listAll(url)
-		pending := 0
-		for _, d := range ds {
-			if d.Status == "queued" || d.Status == "processing" || d.Status == "retrying" {
-				pending++
-			}
-		}
-		if pending == 0 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	for time.Now().Before(deadline) && !taskExists(url, issueExternalID(lastIssue)) {
+		time.Sleep(50 * time.Millisecond)
 	}
+	for time.Now().Before(deadline) && pendingDeliveries(url) > 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	ds := listAll(url)
 	created := map[string]time.Time{}
 	forEachTask(url, func(id string, at time.Time) { created[id] = at })
 	var out latencies
