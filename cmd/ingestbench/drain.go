@@ -59,21 +59,8 @@ func drain(url string, t *template, senders, n int, seq *atomic.Int64) drainResu
 	res.acked = int(acked.Load())
 	res.ackSeconds = time.Unix(0, lastAck.Load()).Sub(start).Seconds()
 
-	// The end is read from the tasks' own created_at, so the polling only
-	// has to notice it, and it must not cost the gateway what it measures:
-	// listing the backlog statuses reads and sorts the whole backlog (4.5%
-	// of the gateway's CPU when done once a second). So it first waits for
-	// the task of the last issue sent, one indexed lookup a poll; the
-	// deliveries are claimed in the order they arrived, so the backlog is
-	// nearly empty by then, and listing it is cheap.
-	deadline := time.Now().Add(5 * time.Minute)
-	lastIssue := seq.Load()
-	for time.Now().Before(deadline) && !taskExists(url, issueExternalID(lastIssue)) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	for time.Now().Before(deadline) && pendingDeliveries(url) > 0 {
-		time.Sleep(100 * time.Millisecond)
-	}
+	// The end is read from the tasks' own created_at.
+	waitProcessed(url, seq.Load(), 5*time.Minute)
 	var last time.Time
 	forEachTask(url, func(_ string, created time.Time) {
 		res.tasks++
@@ -83,6 +70,24 @@ func drain(url string, t *template, senders, n int, seq *atomic.Int64) drainResu
 	})
 	res.createSeconds = last.Sub(start).Seconds()
 	return res
+}
+
+// waitProcessed waits, at most within, until the deliveries sent up to
+// issue lastIssue are final. The polling only has to notice the end (the
+// phases read their times from the gateway's own stamps), and it must not
+// cost the gateway what it measures: listing the backlog statuses reads and
+// sorts the whole backlog (4.5% of the gateway's CPU when done once a
+// second in a drain). So it first waits for the task of the last issue
+// sent, one indexed lookup a poll; deliveries are claimed in the order they
+// arrived, so by then the backlog is nearly empty and listing it is cheap.
+func waitProcessed(url string, lastIssue int64, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) && !taskExists(url, issueExternalID(lastIssue)) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	for time.Now().Before(deadline) && pendingDeliveries(url) > 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // issueExternalID is the external ID of the task of issue n (template's

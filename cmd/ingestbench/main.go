@@ -527,23 +527,13 @@ type deliveryJSON struct {
 	} `json:"outcome"`
 }
 
-// receiveToTask waits (bounded) until every delivery is processed, then
-// returns task.created_at − delivery.received_at for each, both stamped by
-// the gateway.
-// receiveToTask waits until every delivery sent is final, then pairs each
-// with its task's created_at. The waiting must not load the gateway whose
-// latency it measures (listing every delivery five times a second did, in
-// the very seconds the backlog's tail was processed): it asks for the task
-// of the last issue sent (lastIssue) with one indexed lookup, then for an
-// empty backlog, and lists the deliveries once at the end.
+// receiveToTask waits (bounded) until every delivery sent, up to issue
+// lastIssue, is final, then returns task.created_at − delivery.received_at
+// for each, both stamped by the gateway. It lists the deliveries once, at
+// the end: listing all of them while the backlog drained slowed the tail it
+// measured.
 func receiveToTask(url string, lastIssue int64) latencies {
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) && !taskExists(url, issueExternalID(lastIssue)) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	for time.Now().Before(deadline) && pendingDeliveries(url) > 0 {
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitProcessed(url, lastIssue, 2*time.Minute)
 	ds := listAll(url)
 	created := map[string]time.Time{}
 	forEachTask(url, func(id string, at time.Time) { created[id] = at })

@@ -289,11 +289,6 @@ func (c *Coordinator) beginFailed(ctx context.Context, workspaceID, ext string, 
 	return BeginResult{}, err
 }
 
-type workspaceRead struct {
-	ws  store.Workspace
-	err error
-}
-
 // beginning is a Begin made ready before its transaction: write is the
 // transaction, result what Begin returns once it has committed.
 type beginning struct {

@@ -55,6 +55,12 @@ func (w *workspaces) keep(ws store.Workspace, readAt time.Time) {
 	w.byID[ws.ID] = workspaceSnapshot{ws: ws, readAt: readAt}
 }
 
+// workspaceRead is the answer of a workspace read in flight.
+type workspaceRead struct {
+	ws  store.Workspace
+	err error
+}
+
 // readWorkspace reads id through the snapshots: fresh, it answers at once;
 // otherwise it returns a function that waits for the read it started.
 func (c *Coordinator) readWorkspace(ctx context.Context, id string) func() (store.Workspace, error) {
