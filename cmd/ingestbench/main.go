@@ -106,6 +106,7 @@ type round struct {
 	ceiling, durable float64 // acks/s
 	ackP50, ackP99   time.Duration
 	e2eP50, e2eP99   time.Duration
+	e2eWhileSending  float64 // tasks/s created while the 500/s arrived
 	peakRSSMB        int64
 	// Peak RSS under the big-bodies bursts.
 	unauthRSSMB, signedRSSMB int64
@@ -143,10 +144,12 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 	if phases["e2e"] {
 		g := b.run("receive-to-task at 500/s", false, func(g *gateway) {
 			fixedRate(g.url, b.tmpl, 500, duration, &b.seq)
-			g.taskLatency = receiveToTask(g.url, b.seq.Load())
+			g.taskLatency, g.pace = receiveToTask(g.url, b.seq.Load())
 		})
 		r.e2eP50, r.e2eP99, r.peakRSSMB = g.taskLatency.p(50), g.taskLatency.p(99), max(r.peakRSSMB, g.rssMB)
+		r.e2eWhileSending = g.pace.whileSending
 		fmt.Printf("receive-to-task-created at 500/s: p50 %s p90 %s p99 %s max %s (%d tasks)\n", r.e2eP50, g.taskLatency.p(90), r.e2eP99, g.taskLatency.p(100), g.taskLatency.n)
+		fmt.Printf("tasks created at 500/s: %.0f/s while the deliveries arrived, %.0f/s after the last one\n", g.pace.whileSending, g.pace.after)
 	}
 	if phases["drain"] {
 		var res drainResult
@@ -214,6 +217,7 @@ func summarize(rs []round) {
 	line("ack p99 at 1000/s", func(r round) float64 { return float64(r.ackP99) }, dur)
 	line("receive-to-task p50 at 500/s", func(r round) float64 { return float64(r.e2eP50) }, dur)
 	line("receive-to-task p99 at 500/s", func(r round) float64 { return float64(r.e2eP99) }, dur)
+	line("tasks/s while 500/s arrive", func(r round) float64 { return r.e2eWhileSending }, rate)
 	line("drain acks/s", func(r round) float64 { return r.drainAcks }, rate)
 	line("drain tasks/s", func(r round) float64 { return r.drainTasks }, rate)
 	line("drain tasks / acks", func(r round) float64 {
@@ -245,6 +249,7 @@ type gateway struct {
 	acks        float64
 	ackLatency  latencies
 	taskLatency latencies
+	pace        processingPace
 	rssMB       int64
 	cpuSeconds  float64 // the gateway's user and system CPU while fn ran
 }
@@ -532,22 +537,63 @@ type deliveryJSON struct {
 // for each, both stamped by the gateway. It lists the deliveries once, at
 // the end: listing all of them while the backlog drained slowed the tail it
 // measured.
-func receiveToTask(url string, lastIssue int64) latencies {
+func receiveToTask(url string, lastIssue int64) (latencies, processingPace) {
 	waitProcessed(url, lastIssue, 2*time.Minute)
 	ds := listAll(url)
 	created := map[string]time.Time{}
 	forEachTask(url, func(id string, at time.Time) { created[id] = at })
 	var out latencies
+	var firstReceived, lastReceived, lastCreated time.Time
+	var createdAt []time.Time
 	for _, d := range ds {
 		if d.Outcome == nil {
 			continue
 		}
-		if c, ok := created[d.Outcome.TaskID]; ok {
-			out.d = append(out.d, c.Sub(d.ReceivedAt))
-			out.n++
+		c, ok := created[d.Outcome.TaskID]
+		if !ok {
+			continue
+		}
+		out.d = append(out.d, c.Sub(d.ReceivedAt))
+		out.n++
+		createdAt = append(createdAt, c)
+		if firstReceived.IsZero() || d.ReceivedAt.Before(firstReceived) {
+			firstReceived = d.ReceivedAt
+		}
+		if d.ReceivedAt.After(lastReceived) {
+			lastReceived = d.ReceivedAt
+		}
+		if c.After(lastCreated) {
+			lastCreated = c
 		}
 	}
-	return out
+	return out, paceOf(createdAt, firstReceived, lastReceived, lastCreated)
+}
+
+// processingPace is how fast tasks were created while the deliveries
+// arrived, and after the last one: a gateway that keeps pace creates them
+// as fast as they arrive; one that falls behind builds a backlog while they
+// arrive and drains it after.
+type processingPace struct {
+	whileSending, after float64 // tasks/s
+}
+
+func paceOf(createdAt []time.Time, firstReceived, lastReceived, lastCreated time.Time) processingPace {
+	var p processingPace
+	var during, later int
+	for _, c := range createdAt {
+		if c.After(lastReceived) {
+			later++
+		} else {
+			during++
+		}
+	}
+	if d := lastReceived.Sub(firstReceived).Seconds(); d > 0 {
+		p.whileSending = float64(during) / d
+	}
+	if d := lastCreated.Sub(lastReceived).Seconds(); d > 0 && later > 0 {
+		p.after = float64(later) / d
+	}
+	return p
 }
 
 func listAll(url string) []deliveryJSON {
