@@ -150,3 +150,107 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestAcknowledgedSharedCommit: an acknowledged write (the inbox's receipts)
+// joins the group that is running when it arrives, if that group syncs
+// fully, and commits with it; it never joins a group whose members all
+// defer their sync (its commit must reach the disk), and it runs ahead of
+// the derived transactions queued before it, in a group that takes none of
+// them.
+func TestAcknowledgedSharedCommit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// deferred: the derived members defer their sync.
+		deferred bool
+		// whileRunning: the acknowledged write arrives while the derived
+		// members run as a group; otherwise it queues behind them.
+		whileRunning bool
+		// wantMembers counts the members of the groups that committed
+		// together. Queued behind the derived members in plain order, the
+		// acknowledged write would have made theirs a group of three.
+		wantMembers int64
+	}{
+		{name: "joins a running group that syncs fully", whileRunning: true, wantMembers: 3},
+		{name: "does not join a group that defers its sync", deferred: true, whileRunning: true, wantMembers: 2},
+		{name: "runs ahead of derived work queued before it", wantMembers: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+				storetest.SeedWorkspace(t, st, "ws")
+				sqlstore.EnableSharedCommits(st)
+				derived := store.WithSharedCommit(context.Background())
+				if tt.deferred {
+					derived = store.WithDeferredSync(derived)
+				}
+
+				// A lone transaction holds the group slot while the derived
+				// members queue; the first of them then holds its group.
+				blockerIn, releaseBlocker := make(chan struct{}), make(chan struct{})
+				firstIn, releaseFirst := make(chan struct{}), make(chan struct{})
+				var wg sync.WaitGroup
+				errs := make(chan error, 4)
+				wg.Go(func() {
+					errs <- st.InTx(derived, func(tx store.Queries) error {
+						close(blockerIn)
+						<-releaseBlocker
+						return tx.InsertTask(derived, sharedTask("blocker"))
+					})
+				})
+				<-blockerIn
+				for i := range 2 {
+					wg.Go(func() {
+						errs <- st.InTx(derived, func(tx store.Queries) error {
+							if i == 0 {
+								close(firstIn)
+								<-releaseFirst
+							}
+							return tx.InsertTask(derived, sharedTask(fmt.Sprint("derived-", i)))
+						})
+					})
+					waitUntil(t, "the derived member to queue", func() bool { return sqlstore.QueuedSharedCommits(st) == i+1 })
+				}
+				var receipt []store.InsertedDelivery
+				var receiptErr error
+				acknowledged := func() {
+					defer wg.Done()
+					ctx := store.WithAcknowledgedSharedCommit(context.Background())
+					receipt, receiptErr = st.InsertDeliveries(ctx, []store.Delivery{{ConnectionID: "gh", Provider: "github",
+						Event: "issues", DeliveryKey: "receipt", Headers: `{}`, Body: []byte(`{}`), ReceivedAt: time.Now().UTC()}})
+				}
+				wg.Add(1)
+				if tt.whileRunning {
+					close(releaseBlocker)
+					<-firstIn
+					go acknowledged()
+					waitUntil(t, "the acknowledged write to queue", func() bool { return sqlstore.QueuedSharedCommits(st) == 1 })
+					close(releaseFirst)
+				} else {
+					go acknowledged()
+					waitUntil(t, "the acknowledged write to queue", func() bool { return sqlstore.QueuedSharedCommits(st) == 3 })
+					close(releaseBlocker)
+					<-firstIn
+					close(releaseFirst)
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					if err != nil {
+						t.Fatalf("derived transaction: %v", err)
+					}
+				}
+				if receiptErr != nil || len(receipt) != 1 || receipt[0].Duplicate {
+					t.Fatalf("acknowledged insert = %+v, %v; want one new delivery", receipt, receiptErr)
+				}
+				if _, err := st.GetDelivery(context.Background(), receipt[0].ID); err != nil {
+					t.Errorf("the acknowledged delivery is not stored: %v", err)
+				}
+				if got := sqlstore.CommittedSharedMembers(st); got != tt.wantMembers {
+					t.Errorf("members of shared groups = %d, want %d", got, tt.wantMembers)
+				}
+			})
+		})
+	}
+}
