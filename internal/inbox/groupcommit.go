@@ -190,13 +190,10 @@ func (g *groupCommit) commit(ctx context.Context, batch []*commitRequest) {
 	}
 	// The commit outlives shutdown and gone callers (a transaction that
 	// commits must be the one its callers were told about), and it never
-	// inherits store.WithDeferredSync from ctx: a 2xx means fsynced. It
-	// may ride on the commit of the processing running when it arrives
-	// (store.WithAcknowledgedSharedCommit: SQLite), so receipts and
-	// processing do not take turns on the one writer. It is bounded, so a
-	// database that cannot take the write answers 503 well before the
-	// provider's own timeout (GitHub waits 10 s).
-	cctx, cancel := context.WithTimeout(store.WithAcknowledgedSharedCommit(context.Background()), ReceiptCommitTimeout)
+	// inherits store.WithDeferredSync from ctx: a 2xx means fsynced. It is
+	// bounded, so a database that cannot take the write answers 503 well
+	// before the provider's own timeout (GitHub waits 10 s).
+	cctx, cancel := context.WithTimeout(context.Background(), ReceiptCommitTimeout)
 	defer cancel()
 	results, err := g.insert(cctx, live)
 	if err != nil && len(live) > 1 && isolatable(err) {

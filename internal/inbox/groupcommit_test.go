@@ -117,9 +117,7 @@ func (w *poisonWriter) InsertDeliveries(_ context.Context, ds []store.Delivery) 
 func (w *poisonWriter) Notify(context.Context, string) error { return nil }
 
 // TestGroupCommitAlwaysSyncs: the inbox commit never inherits deferred sync
-// from the context Run is given; a 202 means fsynced. It asks to share the
-// commit of the processing running at the time, as an acknowledged write
-// (store.WithAcknowledgedSharedCommit).
+// from the context Run is given; a 202 means fsynced.
 func TestGroupCommitAlwaysSyncs(t *testing.T) {
 	t.Parallel()
 	w := &recordingWriter{}
@@ -133,9 +131,6 @@ func TestGroupCommitAlwaysSyncs(t *testing.T) {
 	defer w.mu.Unlock()
 	if w.deferredSync != 0 {
 		t.Errorf("inserts with deferred sync = %d, want 0", w.deferredSync)
-	}
-	if w.acknowledgedShared != len(w.batches) {
-		t.Errorf("inserts as acknowledged shared commits = %d of %d", w.acknowledgedShared, len(w.batches))
 	}
 }
 

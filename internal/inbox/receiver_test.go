@@ -522,18 +522,14 @@ type recordingWriter struct {
 	// entered is closed once that call started.
 	block   chan struct{}
 	entered chan struct{}
-	// deferredSync counts inserts whose context asked for deferred sync,
-	// acknowledgedShared those that asked for an acknowledged shared commit.
-	deferredSync, acknowledgedShared int
+	// deferredSync counts inserts whose context asked for deferred sync.
+	deferredSync int
 }
 
 func (w *recordingWriter) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]store.InsertedDelivery, error) {
 	w.mu.Lock()
 	if store.DeferredSync(ctx) {
 		w.deferredSync++
-	}
-	if store.AcknowledgedSharedCommit(ctx) {
-		w.acknowledgedShared++
 	}
 	first := len(w.batches) == 0
 	w.batches = append(w.batches, append([]store.Delivery(nil), ds...))

@@ -25,15 +25,6 @@ func DeferredSync(ctx context.Context) bool {
 
 type sharedCommitKey struct{}
 
-// sharedCommit is the value WithSharedCommit and WithAcknowledgedSharedCommit
-// put in a context.
-type sharedCommit int
-
-const (
-	sharedDerived sharedCommit = iota + 1
-	sharedAcknowledged
-)
-
 // WithSharedCommit lets ctx's transactions share one commit with the
 // concurrent transactions of other goroutines that carry it (the workers'
 // processing): the store runs them one after another inside a single
@@ -43,31 +34,13 @@ const (
 // committed, and a transaction whose fn fails is rolled back with the group
 // and then run again alone, so its failure never fails the others. fn may
 // therefore run more than once and must set, not accumulate, what it hands
-// out.
+// out. Writes acknowledged to a caller never carry it.
 func WithSharedCommit(ctx context.Context) context.Context {
-	return context.WithValue(ctx, sharedCommitKey{}, sharedDerived)
+	return context.WithValue(ctx, sharedCommitKey{}, true)
 }
 
-// WithAcknowledgedSharedCommit is WithSharedCommit for a write a caller is
-// waiting on (the inbox's receipts, behind a webhook's 2xx): it joins the
-// group that is running, ahead of every derived transaction still queued,
-// and that group commits right after it, so the write waits for at most the
-// one transaction in progress instead of for a whole group of derived work.
-// It commits with a full sync like any acknowledged write.
-func WithAcknowledgedSharedCommit(ctx context.Context) context.Context {
-	return context.WithValue(ctx, sharedCommitKey{}, sharedAcknowledged)
-}
-
-// SharedCommit reports whether ctx carries WithSharedCommit or
-// WithAcknowledgedSharedCommit.
+// SharedCommit reports whether ctx carries WithSharedCommit.
 func SharedCommit(ctx context.Context) bool {
-	_, ok := ctx.Value(sharedCommitKey{}).(sharedCommit)
-	return ok
-}
-
-// AcknowledgedSharedCommit reports whether ctx carries
-// WithAcknowledgedSharedCommit.
-func AcknowledgedSharedCommit(ctx context.Context) bool {
-	v, _ := ctx.Value(sharedCommitKey{}).(sharedCommit)
-	return v == sharedAcknowledged
+	v, _ := ctx.Value(sharedCommitKey{}).(bool)
+	return v
 }

@@ -18,8 +18,5 @@ func QueuedSharedCommits(s *Store) int {
 // CommittedSharedGroups counts the groups that committed together.
 func CommittedSharedGroups(s *Store) int64 { return s.shared.committed.Load() }
 
-// CommittedSharedMembers counts the members of those groups.
-func CommittedSharedMembers(s *Store) int64 { return s.shared.committedMembers.Load() }
-
 // FinishDeliverySQL is the UPDATE that records a processed delivery.
 const FinishDeliverySQL = finishDelivery

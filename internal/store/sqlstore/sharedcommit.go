@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,16 +20,6 @@ import (
 // free runs at once, alone; those that arrive while it runs queue, and the
 // next group takes all of them. Under light load nothing waits; under a
 // burst the groups grow by themselves.
-//
-// Acknowledged writes (store.WithAcknowledgedSharedCommit: the inbox's
-// receipts) queue ahead of derived work and join the group that is running
-// when they arrive, if it syncs fully: a receipt then waits for the rest of
-// that group, as it would wait for the writer anyway, and pays no commit of
-// its own. Otherwise receipts and processing would take turns on SQLite's
-// one writer, each with its own BEGIN, COMMIT and fsync; at a steady 500
-// webhooks/s the receipts' own commits held the writer about half the time
-// and processing fell behind the arrivals. A group that holds an
-// acknowledged member takes no derived member after it.
 
 // maxGroupMembers bounds a group, so one commit never holds the writer (or
 // PostgreSQL's row locks) for long.
@@ -52,8 +41,6 @@ type groupMember struct {
 	ctx context.Context
 	fn  func(store.Queries) error
 	res chan groupResult // capacity 1
-	// acknowledged: a caller waits on it (store.WithAcknowledgedSharedCommit).
-	acknowledged bool
 }
 
 // groupResult is what a queued member is told: its transaction committed
@@ -70,9 +57,8 @@ type committer struct {
 	queue   []*groupMember
 	enabled bool
 	leading bool // a goroutine runs groups (one at a time: one writer)
-	// committed counts the groups of two or more that committed together,
-	// committedMembers their members.
-	committed, committedMembers atomic.Int64
+	// committed counts the groups of two or more that committed together.
+	committed atomic.Int64
 }
 
 func newCommitter(d Driver) *committer {
@@ -97,13 +83,13 @@ func (s *Store) AcquireEntityLease(ctx context.Context, entityKey, owner, delive
 // inSharedTx runs fn in a group transaction (see store.WithSharedCommit).
 func (s *Store) inSharedTx(ctx context.Context, fn func(store.Queries) error) error {
 	c := s.shared
-	m := &groupMember{ctx: ctx, fn: fn, res: make(chan groupResult, 1), acknowledged: store.AcknowledgedSharedCommit(ctx)}
+	m := &groupMember{ctx: ctx, fn: fn, res: make(chan groupResult, 1)}
 	c.mu.Lock()
 	lead := !c.leading
 	if lead {
 		c.leading = true
 	} else {
-		c.enqueue(m)
+		c.queue = append(c.queue, m)
 	}
 	c.mu.Unlock()
 	var r groupResult
@@ -174,59 +160,18 @@ func (s *Store) leadGroup(first *groupMember) groupResult {
 // it hands the slot on and returns to its own caller.
 const maxLedGroups = 8
 
-// enqueue queues m: an acknowledged member behind the acknowledged ones
-// already queued and ahead of the derived ones. c.mu held.
-func (c *committer) enqueue(m *groupMember) {
-	if !m.acknowledged {
-		c.queue = append(c.queue, m)
-		return
-	}
-	i := 0
-	for i < len(c.queue) && c.queue[i].acknowledged {
-		i++
-	}
-	c.queue = slices.Insert(c.queue, i, m)
-}
-
 // takeGroup is first and up to maxGroupMembers-1 queued members; c.mu held.
-// A group with an acknowledged member takes no derived member after it.
 func (c *committer) takeGroup(first *groupMember) []*groupMember {
 	n := min(len(c.queue), maxGroupMembers-1)
-	if first.acknowledged || (n > 0 && c.queue[0].acknowledged) {
-		n = c.acknowledgedQueued(n)
-	}
 	group := append([]*groupMember{first}, c.queue[:n]...)
 	c.queue = c.queue[n:]
 	return group
 }
 
-// acknowledgedQueued is how many of the first n queued members are
-// acknowledged. c.mu held.
-func (c *committer) acknowledgedQueued(n int) int {
-	i := 0
-	for i < n && c.queue[i].acknowledged {
-		i++
-	}
-	return i
-}
-
-// takeAcknowledged dequeues the acknowledged members queued now, so they
-// join a running group that commits with a full sync, up to its bound.
-func (c *committer) takeAcknowledged(group []*groupMember) []*groupMember {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.acknowledgedQueued(min(len(c.queue), maxGroupMembers-len(group)))
-	joined := slices.Clone(c.queue[:n])
-	c.queue = c.queue[n:]
-	return joined
-}
-
-// runGroup runs a group (of one when a led group's first member is
-// acknowledged and derived ones queue behind it), tells every member but
-// the first, and those that joined it, their result and returns the
-// first's.
+// runGroup runs a group of two or more, tells every member but the first
+// its result and returns the first's.
 func (s *Store) runGroup(group []*groupMember) groupResult {
-	group, err := s.groupTx(group)
+	err := s.groupTx(group)
 	r := groupResult{err: err, alone: err == errGroupMember}
 	if r.alone {
 		r.err = nil
@@ -240,36 +185,30 @@ func (s *Store) runGroup(group []*groupMember) groupResult {
 // errGroupMember: a member's fn failed; the group rolled back.
 var errGroupMember = fmt.Errorf("shared transaction member failed")
 
-func (s *Store) groupTx(group []*groupMember) ([]*groupMember, error) {
+func (s *Store) groupTx(group []*groupMember) error {
 	// The transaction outlives no member's wish to cancel only through the
 	// members' own statements (each fn uses its own ctx); the group's
 	// BEGIN/COMMIT run detached, under the statement deadline. It syncs
-	// fully unless every member defers its sync; only then may
-	// acknowledged members join it while it runs.
-	base, full := group[0].ctx, false
+	// fully unless every member defers its sync.
+	base := group[0].ctx
 	for _, m := range group {
 		if !store.DeferredSync(m.ctx) {
-			base, full = m.ctx, true
+			base = m.ctx
 			break
 		}
 	}
 	err := s.inTx(context.WithoutCancel(base), func(q store.Queries) error {
-		for i := 0; i < len(group); i++ {
-			m := group[i]
+		for _, m := range group {
 			if m.ctx.Err() != nil || runMember(m, q) != nil {
 				return errGroupMember
-			}
-			if i == len(group)-1 && full {
-				group = append(group, s.shared.takeAcknowledged(group)...)
 			}
 		}
 		return nil
 	})
-	if err == nil && len(group) > 1 {
+	if err == nil {
 		s.shared.committed.Add(1)
-		s.shared.committedMembers.Add(int64(len(group)))
 	}
-	return group, err
+	return err
 }
 
 // runMember runs a member's fn, a panic becoming an error: the panicking
@@ -281,19 +220,4 @@ func runMember(m *groupMember, q store.Queries) (err error) {
 		}
 	}()
 	return m.fn(q)
-}
-
-// InsertDeliveries shares a commit like any transaction when ctx asks for it
-// (the inbox's receipts: store.WithAcknowledgedSharedCommit) and the driver
-// shares commits.
-func (s *Store) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]store.InsertedDelivery, error) {
-	if !store.SharedCommit(ctx) || !s.shared.enabled {
-		return s.queries.InsertDeliveries(ctx, ds)
-	}
-	var out []store.InsertedDelivery
-	err := s.inSharedTx(ctx, func(tx store.Queries) (err error) {
-		out, err = tx.InsertDeliveries(ctx, ds)
-		return err
-	})
-	return out, err
 }
