@@ -53,7 +53,33 @@ type groupCommit struct {
 	// bad row (a full disk, an unreachable database): /readyz reports it.
 	failing atomic.Bool
 	now     func() time.Time
+	// linger is receiptLinger on a serial writer, zero otherwise;
+	// lastCommitted is when run's last batch committed (run's own).
+	linger        time.Duration
+	lastCommitted time.Time
 }
+
+// serialWriter is implemented by stores whose writes run one at a time
+// (SQLite's one writer), where every receipt commit takes the writer from
+// processing for its BEGIN, pages and fsync.
+type serialWriter interface {
+	SerializesWrites() bool
+}
+
+// Commit delay for a serial writer. At a steady 500 webhooks/s receipts
+// arrive 2 ms apart and a batch took two of them: the receipts' commits
+// held SQLite's writer half the time and processing fell behind the
+// arrivals. So while receipts arrive steadily, a batch of fewer than
+// busyReceipts waits up to receiptLinger for more; fewer, larger commits
+// leave the writer to processing and make acknowledgements faster, not
+// slower, on balance (docs/benchmarks.md, "A commit delay for receipts").
+// A receipt after a quiet spell commits at once.
+const (
+	receiptLinger = 2 * time.Millisecond
+	// steadyArrivals: a batch lingers only when the previous one committed
+	// less than this before it began.
+	steadyArrivals = 10 * time.Millisecond
+)
 
 // busyHold keeps the receiver busy after a batch of at least busyReceipts
 // commits: between two such batches hardly any receipt waits, and a worker
@@ -61,7 +87,12 @@ type groupCommit struct {
 const busyHold = 25 * time.Millisecond
 
 func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int, now func() time.Time) *groupCommit {
+	var linger time.Duration
+	if sw, ok := st.(serialWriter); ok && sw.SerializesWrites() {
+		linger = receiptLinger
+	}
 	return &groupCommit{
+		linger:   linger,
 		st:       st,
 		now:      now,
 		logger:   logger,
@@ -141,25 +172,52 @@ func (g *groupCommit) run(ctx context.Context) {
 			case first = <-g.queue:
 			}
 		}
-		batch = append(batch[:0], first)
-		bytes := len(first.d.Body)
-	fill:
-		for len(batch) < g.maxBatch && bytes < maxBatchBodyBytes {
-			select {
-			case req := <-g.queue:
-				if bytes+len(req.d.Body) > maxBatchBodyBytes {
-					carry = req
-					break fill
-				}
-				batch = append(batch, req)
-				bytes += len(req.d.Body)
-			default:
-				break fill
-			}
+		var bytes int
+		batch, bytes, carry = g.fill(append(batch[:0], first), len(first.d.Body), nil, g.maxBatch)
+		if carry == nil && len(batch) < busyReceipts && g.steady() {
+			wait := time.NewTimer(g.linger)
+			batch, _, carry = g.fill(batch, bytes, wait.C, busyReceipts)
+			wait.Stop()
 		}
 		g.commit(ctx, batch)
+		g.lastCommitted = g.now()
 		clear(batch) // drop references to answered requests
 	}
+}
+
+// fill adds queued requests to batch until it holds want (or maxBatch), or
+// the next request would take it past maxBatchBodyBytes (that request is
+// returned as carry, for the next batch); with until nil it takes only
+// what is queued now, otherwise it waits for more until until fires.
+func (g *groupCommit) fill(batch []*commitRequest, bytes int, until <-chan time.Time, want int) ([]*commitRequest, int, *commitRequest) {
+	for len(batch) < min(want, g.maxBatch) && bytes < maxBatchBodyBytes {
+		var req *commitRequest
+		if until == nil {
+			select {
+			case req = <-g.queue:
+			default:
+				return batch, bytes, nil
+			}
+		} else {
+			select {
+			case req = <-g.queue:
+			case <-until:
+				return batch, bytes, nil
+			}
+		}
+		if bytes+len(req.d.Body) > maxBatchBodyBytes {
+			return batch, bytes, req
+		}
+		batch = append(batch, req)
+		bytes += len(req.d.Body)
+	}
+	return batch, bytes, nil
+}
+
+// steady reports whether receipts are arriving steadily on a serial writer:
+// the previous batch committed less than steadyArrivals ago.
+func (g *groupCommit) steady() bool {
+	return g.linger > 0 && !g.lastCommitted.IsZero() && g.now().Sub(g.lastCommitted) < steadyArrivals
 }
 
 // maxBatchBodyBytes caps the body bytes of one batch (one delivery always

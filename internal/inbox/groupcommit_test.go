@@ -169,3 +169,89 @@ func TestGroupCommitBusy(t *testing.T) {
 		}
 	}
 }
+
+// serialRecordingWriter is a recordingWriter on a store whose writes run one at a
+// time (SQLite's one writer).
+type serialRecordingWriter struct{ *recordingWriter }
+
+func (serialRecordingWriter) SerializesWrites() bool { return true }
+
+// TestGroupCommitLinger: on a serial writer, while receipts arrive steadily
+// (the previous batch committed a moment ago), a batch of fewer than
+// busyReceipts waits for company, until it has busyReceipts or the linger
+// ends; a receipt after a quiet spell, or on a store that writes
+// concurrently, commits at once. A linger of an hour stands for "waits": a
+// receipt that waits where it should not misses the test's deadline.
+func TestGroupCommitLinger(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		serial bool
+		// linger replaces the serial writer's linger.
+		linger time.Duration
+		steady bool
+		// later receipts arrive once the first is taken.
+		later     int
+		wantSizes []int
+	}{
+		{name: "steady arrivals wait for company", serial: true, linger: time.Hour, steady: true,
+			later: busyReceipts - 1, wantSizes: []int{busyReceipts}},
+		{name: "a receipt after a quiet spell commits at once", serial: true, linger: time.Hour, wantSizes: []int{1}},
+		{name: "the wait ends with the linger", serial: true, linger: time.Millisecond, steady: true, wantSizes: []int{1}},
+		{name: "a concurrent writer does not wait", linger: time.Hour, steady: true, wantSizes: []int{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rw := &recordingWriter{}
+			var w DeliveryWriter = rw
+			if tt.serial {
+				w = serialRecordingWriter{rw}
+			}
+			clock := newTestClock()
+			g := newGroupCommit(w, testLogger(t), DefaultMaxBatch, clock.Now)
+			if g.linger > 0 {
+				g.linger = tt.linger
+			}
+			if tt.steady {
+				g.lastCommitted = clock.Now()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go g.run(ctx)
+
+			first := &commitRequest{ctx: ctx, d: store.Delivery{DeliveryKey: "first"}, done: make(chan commitResult, 1)}
+			g.queue <- first
+			waitFor(t, "the first receipt to be taken", func() bool { return len(g.queue) == 0 })
+			errs := make(chan error, tt.later)
+			for i := range tt.later {
+				go func() {
+					_, err := g.submit(ctx, store.Delivery{DeliveryKey: fmt.Sprint("later-", i)})
+					errs <- err
+				}()
+			}
+			deadline := time.After(10 * time.Second)
+			select {
+			case res := <-first.done:
+				if res.err != nil {
+					t.Fatalf("first receipt: %v", res.err)
+				}
+			case <-deadline:
+				t.Fatal("the first receipt did not commit")
+			}
+			for range tt.later {
+				select {
+				case err := <-errs:
+					if err != nil {
+						t.Fatalf("later receipt: %v", err)
+					}
+				case <-deadline:
+					t.Fatal("a later receipt did not commit")
+				}
+			}
+			if sizes, _ := rw.snapshot(); fmt.Sprint(sizes) != fmt.Sprint(tt.wantSizes) {
+				t.Errorf("batch sizes = %v, want %v", sizes, tt.wantSizes)
+			}
+		})
+	}
+}

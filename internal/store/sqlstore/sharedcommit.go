@@ -61,6 +61,14 @@ type committer struct {
 	committed atomic.Int64
 }
 
+// SerializesWrites reports whether the driver runs writes one at a time
+// (SQLite's one writer), as the drivers that share commits do. The inbox
+// then lets a small batch of receipts wait a moment for company.
+func (s *Store) SerializesWrites() bool {
+	c, ok := s.driver.(CommitSharer)
+	return ok && c.SharesCommits()
+}
+
 func newCommitter(d Driver) *committer {
 	c, ok := d.(CommitSharer)
 	return &committer{enabled: ok && c.SharesCommits()}

@@ -150,3 +150,16 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestSerializesWrites: SQLite, with its one writer, runs writes one at a
+// time (the inbox then lets small receipt batches wait for company);
+// PostgreSQL does not.
+func TestSerializesWrites(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		want := st.Dialect() == store.DialectSQLite
+		if got := st.SerializesWrites(); got != want {
+			t.Errorf("SerializesWrites on %s = %v, want %v", st.Dialect(), got, want)
+		}
+	})
+}
