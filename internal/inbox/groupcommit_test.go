@@ -170,8 +170,8 @@ func TestGroupCommitBusy(t *testing.T) {
 	}
 }
 
-// serialRecordingWriter is a recordingWriter on a store whose writes run one at a
-// time (SQLite's one writer).
+// serialRecordingWriter is a recordingWriter on a store whose writes run
+// one at a time (SQLite's one writer).
 type serialRecordingWriter struct{ *recordingWriter }
 
 func (serialRecordingWriter) SerializesWrites() bool { return true }
