@@ -543,7 +543,7 @@ func receiveToTask(url string, lastIssue int64) (latencies, processingPace) {
 	created := map[string]time.Time{}
 	forEachTask(url, func(id string, at time.Time) { created[id] = at })
 	var out latencies
-	var firstReceived, lastReceived, lastCreated time.Time
+	var firstReceived, lastReceived time.Time
 	var createdAt []time.Time
 	for _, d := range ds {
 		if d.Outcome == nil {
@@ -562,11 +562,8 @@ func receiveToTask(url string, lastIssue int64) (latencies, processingPace) {
 		if d.ReceivedAt.After(lastReceived) {
 			lastReceived = d.ReceivedAt
 		}
-		if c.After(lastCreated) {
-			lastCreated = c
-		}
 	}
-	return out, paceOf(createdAt, firstReceived, lastReceived, lastCreated)
+	return out, paceOf(createdAt, firstReceived, lastReceived)
 }
 
 // processingPace is how fast tasks were created while the deliveries
@@ -577,12 +574,16 @@ type processingPace struct {
 	whileSending, after float64 // tasks/s
 }
 
-func paceOf(createdAt []time.Time, firstReceived, lastReceived, lastCreated time.Time) processingPace {
+func paceOf(createdAt []time.Time, firstReceived, lastReceived time.Time) processingPace {
 	var p processingPace
 	var during, later int
+	lastCreated := lastReceived
 	for _, c := range createdAt {
 		if c.After(lastReceived) {
 			later++
+			if c.After(lastCreated) {
+				lastCreated = c
+			}
 		} else {
 			during++
 		}

@@ -24,8 +24,7 @@ func TestPaceOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			lastCreated := tt.created[len(tt.created)-1]
-			if got := paceOf(tt.created, t0, tt.last, lastCreated); got != tt.want {
+			if got := paceOf(tt.created, t0, tt.last); got != tt.want {
 				t.Errorf("paceOf = %+v, want %+v", got, tt.want)
 			}
 		})

@@ -64,15 +64,14 @@ type committer struct {
 // SerializesWrites reports whether the driver runs writes one at a time
 // (SQLite's one writer), as the drivers that share commits do. The inbox
 // then lets a small batch of receipts wait a moment for company.
-func (s *Store) SerializesWrites() bool {
-	c, ok := s.driver.(CommitSharer)
+func (s *Store) SerializesWrites() bool { return sharesCommits(s.driver) }
+
+func sharesCommits(d Driver) bool {
+	c, ok := d.(CommitSharer)
 	return ok && c.SharesCommits()
 }
 
-func newCommitter(d Driver) *committer {
-	c, ok := d.(CommitSharer)
-	return &committer{enabled: ok && c.SharesCommits()}
-}
+func newCommitter(d Driver) *committer { return &committer{enabled: sharesCommits(d)} }
 
 // AcquireEntityLease shares a commit like any transaction when ctx asks for
 // it and the driver shares commits; otherwise it is one statement.
