@@ -352,9 +352,7 @@ func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext s
 		return nil, fmt.Errorf("creation plan: %w", err)
 	}
 	// Warm the memo that Complete's verification (under the lock) reads.
-	if _, err := parseCanonicalPlan(string(planJSON)); err != nil {
-		return nil, fmt.Errorf("creation plan: %w", err)
-	}
+	rememberCanonicalPlan(string(planJSON), plan)
 	lease := now.Add(c.leaseTTL)
 	op := store.Operation{ID: opID, WorkspaceID: ws.ID, TaskID: taskID, State: store.OpPreparing,
 		PlanJSON: string(planJSON), ManifestSHA256: ManifestHash(planJSON), ActorJSON: string(actorJSON),

@@ -56,6 +56,16 @@ func (c *Coordinator) lockFencedCreation(ctx context.Context, tx store.Queries, 
 	return op, steps, task, f.check(op)
 }
 
+// lockFencedTaskExists is lockFencedCreation that learns only whether the
+// task row is there (store.LockCreationTaskExists).
+func (c *Coordinator) lockFencedTaskExists(ctx context.Context, tx store.Queries, opID string, f fence) (store.Operation, []store.CreationStep, bool, error) {
+	op, steps, exists, err := tx.LockCreationTaskExists(ctx, opID)
+	if op, steps, err = verifyLocked(op, steps, err, opID, f.h); err != nil {
+		return op, nil, false, err
+	}
+	return op, steps, exists, f.check(op)
+}
+
 // check refuses a recovery whose claim on op is no longer this one's.
 func (f fence) check(op store.Operation) error {
 	if f.h == nil && (op.LeaseOwner != f.owner || op.Generation != f.generation) {
@@ -406,8 +416,9 @@ func (cm *completion) steps(ctx context.Context) []store.TxStep {
 func (cm *completion) phaseA(ctx context.Context, tx store.Queries) error {
 	c := cm.c
 	// The task's row lock is taken with the operation's and the steps'
-	// (store.LockCreation).
-	op, steps, task, err := c.lockFencedCreation(ctx, tx, cm.opID, cm.f)
+	// (store.LockCreation). Phase A needs only to know the row is there:
+	// it is read with its columns in phase B, which settles it.
+	op, steps, taskExists, err := c.lockFencedTaskExists(ctx, tx, cm.opID, cm.f)
 	if err != nil {
 		return err
 	}
@@ -426,7 +437,7 @@ func (cm *completion) phaseA(ctx context.Context, tx store.Queries) error {
 		return err
 	}
 	now := c.now()
-	if task == nil {
+	if !taskExists {
 		// Nothing left to complete: record the abort so that it (or
 		// recovery's abort_preparing) compensates the effects.
 		cm.taskGone = true

@@ -200,23 +200,42 @@ func parseCanonicalPlan(planJSON string) (CreationPlan, error) {
 	if ok {
 		return clonePlan(plan), nil
 	}
+	plan, err := decodeCanonicalPlan(planJSON)
+	if err != nil {
+		return plan, err
+	}
+	rememberCanonicalPlan(planJSON, plan)
+	return plan, nil
+}
+
+// decodeCanonicalPlan is parseCanonicalPlan without the memo.
+func decodeCanonicalPlan(planJSON string) (CreationPlan, error) {
+	var plan CreationPlan
 	if err := decodeStrict([]byte(planJSON), &plan); err != nil {
 		return plan, fmt.Errorf("%w: plan: %v", ErrHandleMismatch, err)
 	}
 	if canon, err := Canonical(plan); err != nil || string(canon) != planJSON {
 		return plan, fmt.Errorf("%w: plan is not canonical", ErrHandleMismatch)
 	}
-	canonicalPlans.Lock()
-	if _, ok := canonicalPlans.byJSON[planJSON]; !ok {
-		if len(canonicalPlans.order) >= canonicalPlanMemo {
-			delete(canonicalPlans.byJSON, canonicalPlans.order[0])
-			canonicalPlans.order = canonicalPlans.order[1:]
-		}
-		canonicalPlans.byJSON[planJSON] = clonePlan(plan)
-		canonicalPlans.order = append(canonicalPlans.order, planJSON)
-	}
-	canonicalPlans.Unlock()
 	return plan, nil
+}
+
+// rememberCanonicalPlan records that planJSON is the canonical form of
+// plan. Begin calls it with the plan it built and Canonical(plan), which is
+// what parsing planJSON would find (TestRememberedPlanIsTheParsedPlan), so
+// the verification under the operation lock needs no decode.
+func rememberCanonicalPlan(planJSON string, plan CreationPlan) {
+	canonicalPlans.Lock()
+	defer canonicalPlans.Unlock()
+	if _, ok := canonicalPlans.byJSON[planJSON]; ok {
+		return
+	}
+	if len(canonicalPlans.order) >= canonicalPlanMemo {
+		delete(canonicalPlans.byJSON, canonicalPlans.order[0])
+		canonicalPlans.order = canonicalPlans.order[1:]
+	}
+	canonicalPlans.byJSON[planJSON] = clonePlan(plan)
+	canonicalPlans.order = append(canonicalPlans.order, planJSON)
 }
 
 // clonePlan copies the slices a caller could modify.

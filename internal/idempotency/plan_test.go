@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +264,44 @@ func BenchmarkCanonical(b *testing.B) {
 		if _, err := Canonical(req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRememberedPlanIsTheParsedPlan: Begin puts the plan it built in the
+// memo under its canonical JSON instead of parsing that JSON back; what it
+// puts there must be what the parse would have found.
+func TestRememberedPlanIsTheParsedPlan(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		req  CreateRequest
+	}{
+		{"no steps", createRequest("ext-1")},
+		{"two steps", createRequest("ext-1", contribution("202"), contribution("101"))},
+		{"labels and description", func() CreateRequest {
+			r := createRequest("ext-2")
+			r.Labels, r.Description = []string{"bug", "ui"}, "a <b> & \"c\"\n\u2028"
+			return r
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			built, _, err := planFixture(tt.req)
+			if err != nil {
+				t.Fatalf("buildPlan: %v", err)
+			}
+			raw, err := Canonical(built)
+			if err != nil {
+				t.Fatalf("Canonical: %v", err)
+			}
+			parsed, err := decodeCanonicalPlan(string(raw))
+			if err != nil {
+				t.Fatalf("decodeCanonicalPlan: %v", err)
+			}
+			if !reflect.DeepEqual(parsed, built) {
+				t.Errorf("the parsed plan differs from the built one:\nparsed %#v\nbuilt  %#v", parsed, built)
+			}
+		})
 	}
 }

@@ -335,6 +335,10 @@ type LedgerQueries interface {
 	// order (the lock order), in one round trip where the driver can; the
 	// task is nil when its row is gone.
 	LockCreation(ctx context.Context, id string) (Operation, []CreationStep, *Task, error)
+	// LockCreationTaskExists is LockCreation for a caller that only needs
+	// to know whether the task row is still there: the same locks in the
+	// same order, without reading the task's columns.
+	LockCreationTaskExists(ctx context.Context, id string) (Operation, []CreationStep, bool, error)
 	// UpdateOperation writes state, release_applied, outcome, event_id,
 	// recovery_action, generation, lease and error.
 	UpdateOperation(ctx context.Context, op Operation) error

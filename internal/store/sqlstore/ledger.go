@@ -77,6 +77,24 @@ func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, 
 	return op, steps, task, q.wrap("lock creation", err)
 }
 
+func (q queries) LockCreationTaskExists(ctx context.Context, id string) (store.Operation, []store.CreationStep, bool, error) {
+	if !isCanonicalUUID(id) {
+		return store.Operation{}, nil, false, fmt.Errorf("lock creation: %w", store.ErrNotFound)
+	}
+	var op store.Operation
+	var steps []store.CreationStep
+	exists := false
+	err := q.batch(ctx, q.lockOperationQuery(id, &op),
+		BatchQuery{SQL: `SELECT id FROM tasks
+			WHERE id = (SELECT task_id FROM task_creation_operations WHERE id = $1)` + q.d.ForUpdate(),
+			Args: []any{id}, Scan: func(r Rows) error {
+				exists = r.Next()
+				return r.Err()
+			}},
+		q.lockStepsQuery(id, &steps))
+	return op, steps, exists, q.wrap("lock creation", err)
+}
+
 func (q queries) lockOperationQuery(id string, op *store.Operation) BatchQuery {
 	return BatchQuery{SQL: `SELECT ` + operationColumns + ` FROM task_creation_operations WHERE id = $1` + q.d.ForUpdate(),
 		Args: []any{id}, Scan: requiredRow(func(r Row) (err error) {

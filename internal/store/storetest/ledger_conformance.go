@@ -118,6 +118,13 @@ func testLockOperationAndSteps(t *testing.T, s store.Store) {
 			if got.ID != op.ID || len(gotSteps) != 2 || (gotTask != nil) != wantTask || (wantTask && gotTask.ID != task.ID) {
 				t.Errorf("lock creation (task present %v) = operation %s, %d steps, task %+v", wantTask, got.ID, len(gotSteps), gotTask)
 			}
+			got, gotSteps, exists, err := tx.LockCreationTaskExists(ctx, op.ID)
+			if err != nil {
+				return err
+			}
+			if got.ID != op.ID || got.PlanJSON != op.PlanJSON || len(gotSteps) != 2 || exists != wantTask {
+				t.Errorf("lock creation task exists (task present %v) = operation %s, %d steps, exists %v", wantTask, got.ID, len(gotSteps), exists)
+			}
 			return nil
 		}))
 	}

@@ -101,19 +101,35 @@ func Admit(ctx context.Context, tx store.Queries, a Admission) (store.Task, erro
 }
 
 // EventPayload is the outbox payload of every task event (created, updated,
-// deleted).
+// deleted): a JSON object with its keys in sorted order. It is built from
+// a struct whose fields are declared in that order rather than from a map,
+// which encoding/json would sort on every call: the created event is
+// written while SQLite's single writer is held.
 func EventPayload(t store.Task) string {
-	m := map[string]any{"id": t.ID, "workspace_id": t.WorkspaceID, "identifier": t.Identifier, "title": t.Title,
-		"revision": t.Revision}
-	if t.ExternalID != "" {
-		m["external_id"] = t.ExternalID
-	}
+	p := eventPayload{ExternalID: t.ExternalID, ID: t.ID, Identifier: t.Identifier,
+		OwnerConnection: t.OwnerConnection, Revision: t.Revision, Title: t.Title, WorkspaceID: t.WorkspaceID}
 	if t.Source != nil {
-		m["source"] = map[string]string{"provider": t.Source.Provider, "kind": t.Source.Kind, "ref": t.Source.Ref, "url": t.Source.URL}
+		p.Source = &eventSource{Kind: t.Source.Kind, Provider: t.Source.Provider, Ref: t.Source.Ref, URL: t.Source.URL}
 	}
-	if t.OwnerConnection != "" {
-		m["owner_connection"] = t.OwnerConnection
-	}
-	b, _ := json.Marshal(m)
+	b, _ := json.Marshal(p)
 	return string(b)
+}
+
+// eventPayload's fields are in the order of their JSON names.
+type eventPayload struct {
+	ExternalID      string       `json:"external_id,omitempty"`
+	ID              string       `json:"id"`
+	Identifier      string       `json:"identifier"`
+	OwnerConnection string       `json:"owner_connection,omitempty"`
+	Revision        int64        `json:"revision"`
+	Source          *eventSource `json:"source,omitempty"`
+	Title           string       `json:"title"`
+	WorkspaceID     string       `json:"workspace_id"`
+}
+
+type eventSource struct {
+	Kind     string `json:"kind"`
+	Provider string `json:"provider"`
+	Ref      string `json:"ref"`
+	URL      string `json:"url"`
 }
