@@ -23,14 +23,18 @@ const insertChunk = 128
 
 // InsertDeliveries is the group commit of the inbox: every input in one
 // transaction, so one fsync acknowledges the whole batch, written with
-// multi-row INSERTs (one round trip per chunk, not per delivery). A batch
-// that fits one statement needs no explicit transaction: the statement is
-// its own, and its commit travels with it (one round trip in all).
+// multi-row INSERTs (one round trip per chunk, not per delivery). Each
+// delivery is two rows, the delivery and its content (delivery_contents),
+// and a duplicate gets neither. On PostgreSQL a chunk is one statement
+// (the content's INSERT in a data-modifying WITH), so a batch that fits one
+// chunk needs no explicit transaction: the statement is its own, and its
+// commit travels with it (one round trip in all). SQLite has no
+// data-modifying WITH: there a chunk is two statements in a transaction.
 func (q queries) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]store.InsertedDelivery, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	out := make([]store.InsertedDelivery, len(ds))
-	if len(ds) <= insertChunk {
+	if len(ds) <= insertChunk && q.d.Dialect() == store.DialectPostgres {
 		return out, q.insertDeliveryChunk(ctx, ds, out)
 	}
 	err := q.write(ctx, func(q queries) error {
@@ -47,11 +51,40 @@ func (q queries) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]s
 
 type deliveryKey struct{ connection, key string }
 
-func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, out []store.InsertedDelivery) error {
+// insertContents writes the content of each delivery of the chunk that was
+// inserted (not a duplicate): SQLite's statement after the rows'.
+func (q queries) insertContents(ctx context.Context, ds []store.Delivery, ids []string, contentArgs []any, inserted map[deliveryKey]string) error {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO deliveries (id, connection_id, provider, event, delivery_key, headers, body, body_encoding,
+	b.WriteString(`INSERT INTO delivery_contents (delivery_id, headers, body, body_encoding) VALUES `)
+	var args []any
+	for i, d := range ds {
+		if inserted[deliveryKey{d.ConnectionID, d.DeliveryKey}] != ids[i] {
+			continue
+		}
+		if len(args) > 0 {
+			b.WriteString(", ")
+		}
+		n := len(args)
+		fmt.Fprintf(&b, "($%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4)
+		args = append(args, ids[i])
+		args = append(args, contentArgs[3*i:3*i+3]...)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	_, err := q.ex.Exec(ctx, b.String(), args...)
+	return q.wrap("insert delivery contents", err)
+}
+
+func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, out []store.InsertedDelivery) error {
+	postgres := q.d.Dialect() == store.DialectPostgres
+	var rowsSQL, contentSQL strings.Builder
+	rowsSQL.WriteString(`INSERT INTO deliveries (id, connection_id, provider, event, delivery_key,
 		status, attempts, next_attempt_at, received_at) VALUES `)
-	args := make([]any, 0, len(ds)*9)
+	// The rows' arguments, six a delivery, then the contents' three a
+	// delivery (headers, body, encoding); a content repeats its row's id.
+	rowArgs := make([]any, 0, len(ds)*6)
+	contentArgs := make([]any, 0, len(ds)*3)
 	ids := make([]string, len(ds))
 	for i, d := range ds {
 		ids[i] = d.ID
@@ -59,18 +92,31 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 			ids[i] = store.TimeOrderedID()
 		}
 		if i > 0 {
-			b.WriteString(", ")
+			rowsSQL.WriteString(", ")
+			contentSQL.WriteString(", ")
 		}
 		body, encoding := d.Body, d.BodyEncoding
 		if encoding == "" {
 			body, encoding = store.EncodeDeliveryBody(body)
 		}
-		n := len(args)
-		fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+9)
-		args = append(args, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.Headers, body, encoding, d.ReceivedAt)
+		r, c := 6*i, 6*len(ds)+3*i
+		fmt.Fprintf(&rowsSQL, "($%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d)", r+1, r+2, r+3, r+4, r+5, r+6, r+6)
+		fmt.Fprintf(&contentSQL, "($%d::uuid, $%d::text, $%d::bytea, $%d::text)", r+1, c+1, c+2, c+3)
+		rowArgs = append(rowArgs, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.ReceivedAt)
+		contentArgs = append(contentArgs, d.Headers, body, encoding)
 	}
-	b.WriteString(` ON CONFLICT (connection_id, delivery_key) DO NOTHING RETURNING id, connection_id, delivery_key`)
-	rows, err := q.ex.Query(ctx, b.String(), args...)
+	rowsSQL.WriteString(` ON CONFLICT (connection_id, delivery_key) DO NOTHING RETURNING id, connection_id, delivery_key`)
+	query, queryArgs := rowsSQL.String(), rowArgs
+	if postgres {
+		query = `WITH inserted AS (` + query + `),
+			contents AS (INSERT INTO delivery_contents (delivery_id, headers, body, body_encoding)
+				SELECT c.id, c.headers, c.body, c.body_encoding
+				FROM (VALUES ` + contentSQL.String() + `) AS c (id, headers, body, body_encoding)
+				JOIN inserted ON inserted.id = c.id)
+			SELECT id, connection_id, delivery_key FROM inserted`
+		queryArgs = append(rowArgs, contentArgs...)
+	}
+	rows, err := q.ex.Query(ctx, query, queryArgs...)
 	if err != nil {
 		return q.wrap("insert deliveries", err)
 	}
@@ -87,6 +133,11 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return q.wrap("insert deliveries", err)
+	}
+	if !postgres {
+		if err := q.insertContents(ctx, ds, ids, contentArgs, inserted); err != nil {
+			return err
+		}
 	}
 	for i, d := range ds {
 		k := deliveryKey{d.ConnectionID, d.DeliveryKey}
@@ -109,8 +160,8 @@ const deliverySummaryColumns = `id, connection_id, provider, event, delivery_key
 	next_attempt_at, lease_owner, lease_expires_at, entity_key, received_at, processed_at,
 	outcome_task_id, outcome_external_id, outcome_action, outcome_result`
 
-// deliveryContentColumns follow deliverySummaryColumns when a read needs the
-// raw delivery; scanDelivery decodes the body.
+// deliveryContentColumns (of delivery_contents) follow deliverySummaryColumns
+// when a read needs the raw delivery; scanDelivery decodes the body.
 const deliveryContentColumns = `headers, body, body_encoding`
 
 func scanDelivery(r Row, withContent bool) (store.Delivery, error) {
@@ -144,7 +195,8 @@ func (q queries) GetDelivery(ctx context.Context, id string) (store.Delivery, er
 	if _, err := uuid.Parse(id); err != nil {
 		return store.Delivery{}, fmt.Errorf("get delivery: %w", store.ErrNotFound)
 	}
-	d, err := scanDelivery(q.ex.QueryRow(ctx, `SELECT `+deliverySummaryColumns+`, `+deliveryContentColumns+` FROM deliveries WHERE id = $1`, id), true)
+	d, err := scanDelivery(q.ex.QueryRow(ctx, `SELECT `+deliverySummaryColumns+`, `+deliveryContentColumns+`
+		FROM deliveries JOIN delivery_contents ON delivery_id = id WHERE id = $1`, id), true)
 	return d, q.wrap("get delivery", err)
 }
 
@@ -371,7 +423,7 @@ func (q queries) loadContent(ctx context.Context, ds []store.Delivery) error {
 		args[i] = ds[i].ID
 		byID[ds[i].ID] = &ds[i]
 	}
-	rows, err := q.ex.Query(ctx, `SELECT id, `+deliveryContentColumns+` FROM deliveries WHERE id IN (`+inList(1, len(ds))+`)`, args...)
+	rows, err := q.ex.Query(ctx, `SELECT delivery_id, `+deliveryContentColumns+` FROM delivery_contents WHERE delivery_id IN (`+inList(1, len(ds))+`)`, args...)
 	if err != nil {
 		return q.wrap("read claimed deliveries", err)
 	}

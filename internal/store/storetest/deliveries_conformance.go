@@ -24,6 +24,7 @@ var deliveryTests = []contractTest{
 	// The encoding a body is stored in is invisible through the contract:
 	// reads return it as received.
 	{name: "delivery bodies are stored encoded and read as received", driver: testDeliveryBodies},
+	{name: "a delivery's content is stored once and deleted with it", driver: testDeliveryContents},
 	{name: "only a finished delivery is requeued", fn: testRequeueGuard},
 	{name: "the next delivery due", fn: testNextDeliveryDue},
 	{name: "deliveries filtered alone and combined, paged stably", fn: testDeliveryFilters},
@@ -32,6 +33,60 @@ var deliveryTests = []contractTest{
 	// index in the list's order, or a page costs a scan of the inbox.
 	{name: "each delivery filter is served by an index", driver: testDeliveryFilterPlans},
 	{name: "the reads of partial indexes use them", driver: testPartialIndexReadPlans},
+}
+
+// testDeliveryContents: the headers and body of a delivery live in
+// delivery_contents, one row per stored delivery, whether the batch fits
+// one statement or spans several (insertChunk, 128); a duplicate, in its
+// batch or in a later one, writes no content; deleting a delivery deletes
+// its content.
+func testDeliveryContents(t *testing.T, s *sqlstore.Store) {
+	ctx := context.Background()
+	contents := func() int {
+		t.Helper()
+		var n int
+		must(t, s.Driver().QueryRow(ctx, `SELECT COUNT(*) FROM delivery_contents`).Scan(&n))
+		return n
+	}
+	batch := func(prefix string, n int) []store.Delivery {
+		ds := make([]store.Delivery, n)
+		for i := range ds {
+			ds[i] = store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues",
+				DeliveryKey: prefix + strconv.Itoa(i), Headers: `{"X-Github-Event":["issues"]}`,
+				Body: []byte(`{"n":` + strconv.Itoa(i) + `}`), ReceivedAt: epoch}
+		}
+		return ds
+	}
+	tests := []struct {
+		name string
+		ds   []store.Delivery
+		want int // content rows after the batch
+	}{
+		{"one statement with a duplicate", append(batch("small-", 3), batch("small-", 1)...), 3},
+		{"several statements with a duplicate", append(batch("big-", 200), batch("big-", 1)...), 203},
+		{"only earlier duplicates", batch("small-", 2), 203},
+	}
+	for _, tt := range tests {
+		res, err := s.InsertDeliveries(ctx, tt.ds)
+		must(t, err)
+		if got := contents(); got != tt.want {
+			t.Errorf("%s: %d content rows, want %d", tt.name, got, tt.want)
+		}
+		last := len(tt.ds) - 1
+		got, err := s.GetDelivery(ctx, res[last].ID)
+		must(t, err)
+		if got.Headers != tt.ds[last].Headers || !bytes.Equal(got.Body, tt.ds[last].Body) {
+			t.Errorf("%s: read back headers %q body %q, want %q %q", tt.name, got.Headers, got.Body, tt.ds[last].Headers, tt.ds[last].Body)
+		}
+	}
+	_, err := s.Driver().Exec(ctx, `UPDATE deliveries SET status = 'succeeded', attempts = 1, processed_at = $1
+		WHERE delivery_key LIKE 'small-%'`, epoch)
+	must(t, err)
+	n, err := s.DeleteExpiredDeliveries(ctx, store.ProcessedStatuses, epoch.Add(time.Hour), 10)
+	must(t, err)
+	if n != 3 || contents() != 200 {
+		t.Errorf("deleted %d deliveries, %d content rows left; want 3 and 200", n, contents())
+	}
 }
 
 func testInbox(t *testing.T, s store.Store) {
@@ -112,7 +167,7 @@ func testDeliveryBodies(t *testing.T, s *sqlstore.Store) {
 		must(t, err)
 		var stored string
 		var storedBody []byte
-		must(t, s.Driver().QueryRow(ctx, `SELECT body_encoding, body FROM deliveries WHERE id = $1`, res[0].ID).Scan(&stored, &storedBody))
+		must(t, s.Driver().QueryRow(ctx, `SELECT body_encoding, body FROM delivery_contents WHERE delivery_id = $1`, res[0].ID).Scan(&stored, &storedBody))
 		if stored != tc.wantStored {
 			t.Errorf("%s: stored encoding = %q, want %q", tc.name, stored, tc.wantStored)
 		}
@@ -129,12 +184,15 @@ func testDeliveryBodies(t *testing.T, s *sqlstore.Store) {
 			t.Errorf("%s: read back %d bytes (encoding %q), want the %d bytes received", tc.name, len(got.Body), got.BodyEncoding, len(want))
 		}
 	}
-	// A row stored before bodies had an encoding (migration 00005) reads
-	// back as it was stored.
+	// A row stored before bodies had an encoding (migration 00005) has the
+	// identity encoding, and reads back as it was stored.
 	old := uuid.NewString()
-	_, err := s.Driver().Exec(ctx, `INSERT INTO deliveries (id, connection_id, provider, event, delivery_key, headers, body,
-		status, attempts, next_attempt_at, received_at) VALUES ($1, 'gh', 'github', 'issues', 'before-00005', '{}', $2,
-		'succeeded', 1, $3, $3)`, old, webhook, epoch)
+	_, err := s.Driver().Exec(ctx, `INSERT INTO deliveries (id, connection_id, provider, event, delivery_key,
+		status, attempts, next_attempt_at, received_at) VALUES ($1, 'gh', 'github', 'issues', 'before-00005',
+		'succeeded', 1, $2, $2)`, old, epoch)
+	must(t, err)
+	_, err = s.Driver().Exec(ctx, `INSERT INTO delivery_contents (delivery_id, headers, body, body_encoding)
+		VALUES ($1, '{}', $2, 'identity')`, old, webhook)
 	must(t, err)
 	if got, err := s.GetDelivery(ctx, old); err != nil || !bytes.Equal(got.Body, webhook) {
 		t.Errorf("row from before body encodings: %d bytes (err %v), want the %d stored", len(got.Body), err, len(webhook))
