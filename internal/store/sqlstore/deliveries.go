@@ -51,6 +51,14 @@ func (q queries) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]s
 
 type deliveryKey struct{ connection, key string }
 
+// A chunk's arguments: six per delivery for its deliveries row (id,
+// connection, provider, event, key, received_at), then three per delivery
+// for its content (headers, body, encoding); a content repeats its row's id.
+const (
+	rowArgsPer     = 6
+	contentArgsPer = 3
+)
+
 // insertContents writes the content of each delivery of the chunk that was
 // inserted (not a duplicate): SQLite's statement after the rows'.
 func (q queries) insertContents(ctx context.Context, ds []store.Delivery, ids []string, contentArgs []any, inserted map[deliveryKey]string) error {
@@ -67,7 +75,7 @@ func (q queries) insertContents(ctx context.Context, ds []store.Delivery, ids []
 		n := len(args)
 		fmt.Fprintf(&b, "($%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4)
 		args = append(args, ids[i])
-		args = append(args, contentArgs[3*i:3*i+3]...)
+		args = append(args, contentArgs[contentArgsPer*i:contentArgsPer*(i+1)]...)
 	}
 	if len(args) == 0 {
 		return nil
@@ -81,10 +89,8 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 	var rowsSQL, contentSQL strings.Builder
 	rowsSQL.WriteString(`INSERT INTO deliveries (id, connection_id, provider, event, delivery_key,
 		status, attempts, next_attempt_at, received_at) VALUES `)
-	// The rows' arguments, six a delivery, then the contents' three a
-	// delivery (headers, body, encoding); a content repeats its row's id.
-	rowArgs := make([]any, 0, len(ds)*6)
-	contentArgs := make([]any, 0, len(ds)*3)
+	rowArgs := make([]any, 0, len(ds)*rowArgsPer)
+	contentArgs := make([]any, 0, len(ds)*contentArgsPer)
 	ids := make([]string, len(ds))
 	for i, d := range ds {
 		ids[i] = d.ID
@@ -99,7 +105,7 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 		if encoding == "" {
 			body, encoding = store.EncodeDeliveryBody(body)
 		}
-		r, c := 6*i, 6*len(ds)+3*i
+		r, c := rowArgsPer*i, rowArgsPer*len(ds)+contentArgsPer*i
 		fmt.Fprintf(&rowsSQL, "($%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d)", r+1, r+2, r+3, r+4, r+5, r+6, r+6)
 		fmt.Fprintf(&contentSQL, "($%d::uuid, $%d::text, $%d::bytea, $%d::text)", r+1, c+1, c+2, c+3)
 		rowArgs = append(rowArgs, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.ReceivedAt)

@@ -63,36 +63,34 @@ func (q queries) LockOperationAndSteps(ctx context.Context, id string) (store.Op
 
 // LockCreation locks in the documented order: operation, task, steps.
 func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, []store.CreationStep, *store.Task, error) {
-	if !isCanonicalUUID(id) {
-		return store.Operation{}, nil, nil, fmt.Errorf("lock creation: %w", store.ErrNotFound)
-	}
-	var op store.Operation
-	var steps []store.CreationStep
 	var task *store.Task
-	err := q.batch(ctx, q.lockOperationQuery(id, &op),
-		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks
-			WHERE id = (SELECT task_id FROM task_creation_operations WHERE id = $1)` + q.d.ForUpdate(),
-			Args: []any{id}, Scan: optionalTask(&task)},
-		q.lockStepsQuery(id, &steps))
-	return op, steps, task, q.wrap("lock creation", err)
+	op, steps, err := q.lockCreation(ctx, id, taskColumns, optionalTask(&task))
+	return op, steps, task, err
 }
 
 func (q queries) LockCreationTaskExists(ctx context.Context, id string) (store.Operation, []store.CreationStep, bool, error) {
+	exists := false
+	op, steps, err := q.lockCreation(ctx, id, `id`, func(r Rows) error {
+		exists = r.Next()
+		return r.Err()
+	})
+	return op, steps, exists, err
+}
+
+// lockCreation locks the operation, its task and its steps, in the lock
+// order, reading the task's columns with scanTask.
+func (q queries) lockCreation(ctx context.Context, id, columns string, scanTask func(Rows) error) (store.Operation, []store.CreationStep, error) {
 	if !isCanonicalUUID(id) {
-		return store.Operation{}, nil, false, fmt.Errorf("lock creation: %w", store.ErrNotFound)
+		return store.Operation{}, nil, fmt.Errorf("lock creation: %w", store.ErrNotFound)
 	}
 	var op store.Operation
 	var steps []store.CreationStep
-	exists := false
 	err := q.batch(ctx, q.lockOperationQuery(id, &op),
-		BatchQuery{SQL: `SELECT id FROM tasks
+		BatchQuery{SQL: `SELECT ` + columns + ` FROM tasks
 			WHERE id = (SELECT task_id FROM task_creation_operations WHERE id = $1)` + q.d.ForUpdate(),
-			Args: []any{id}, Scan: func(r Rows) error {
-				exists = r.Next()
-				return r.Err()
-			}},
+			Args: []any{id}, Scan: scanTask},
 		q.lockStepsQuery(id, &steps))
-	return op, steps, exists, q.wrap("lock creation", err)
+	return op, steps, q.wrap("lock creation", err)
 }
 
 func (q queries) lockOperationQuery(id string, op *store.Operation) BatchQuery {
