@@ -99,7 +99,6 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 		}
 		if i > 0 {
 			rowsSQL.WriteString(", ")
-			contentSQL.WriteString(", ")
 		}
 		body, encoding := d.Body, d.BodyEncoding
 		if encoding == "" {
@@ -107,7 +106,12 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 		}
 		r, c := rowArgsPer*i, rowArgsPer*len(ds)+contentArgsPer*i
 		fmt.Fprintf(&rowsSQL, "($%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d)", r+1, r+2, r+3, r+4, r+5, r+6, r+6)
-		fmt.Fprintf(&contentSQL, "($%d::uuid, $%d::text, $%d::bytea, $%d::text)", r+1, c+1, c+2, c+3)
+		if postgres { // the contents' VALUES of the WITH below
+			if i > 0 {
+				contentSQL.WriteString(", ")
+			}
+			fmt.Fprintf(&contentSQL, "($%d::uuid, $%d::text, $%d::bytea, $%d::text)", r+1, c+1, c+2, c+3)
+		}
 		rowArgs = append(rowArgs, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.ReceivedAt)
 		contentArgs = append(contentArgs, d.Headers, body, encoding)
 	}
