@@ -10,14 +10,15 @@ import (
 
 // InTxChain runs steps as consecutive transactions (store.Store). Where the
 // driver's transactions chain (Chainer: PostgreSQL) each step's COMMIT rides
-// with the next step's first round trip; elsewhere, and when ctx shares
-// commits (SQLite), it is one InTx per step.
+// with the next step's first round trip; when ctx shares commits (SQLite)
+// the chain is one member of a group (inSharedChain); elsewhere it is one
+// InTx per step.
 func (s *Store) InTxChain(ctx context.Context, steps ...store.TxStep) (int, error) {
 	if len(steps) == 0 {
 		return 0, nil
 	}
 	if store.SharedCommit(ctx) && s.shared.enabled {
-		return s.inTxApart(ctx, steps)
+		return s.inSharedChain(ctx, steps)
 	}
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
@@ -65,10 +66,10 @@ func (s *Store) InTxChain(ctx context.Context, steps ...store.TxStep) (int, erro
 	return len(steps), nil
 }
 
-// inTxApart is InTxChain as one InTx per step.
+// inTxApart is InTxChain as one transaction per step, none shared.
 func (s *Store) inTxApart(ctx context.Context, steps []store.TxStep) (int, error) {
 	for i, step := range steps {
-		if err := s.InTx(stepContext(ctx, step), step.Fn); err != nil {
+		if err := s.inTx(stepContext(ctx, step), step.Fn); err != nil {
 			return i, err
 		}
 	}
