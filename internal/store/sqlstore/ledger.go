@@ -64,11 +64,18 @@ func (q queries) LockOperationAndSteps(ctx context.Context, id string) (store.Op
 // LockCreation locks in the documented order: operation, task, steps.
 func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, []store.CreationStep, *store.Task, error) {
 	var task *store.Task
+	if !q.pipelines() {
+		op, steps, _, err := q.readCreation(ctx, id, &task)
+		return op, steps, task, err
+	}
 	op, steps, err := q.lockCreation(ctx, id, taskColumns, optionalTask(&task))
 	return op, steps, task, err
 }
 
 func (q queries) LockCreationTaskExists(ctx context.Context, id string) (store.Operation, []store.CreationStep, bool, error) {
+	if !q.pipelines() {
+		return q.readCreation(ctx, id, nil)
+	}
 	exists := false
 	op, steps, err := q.lockCreation(ctx, id, `id`, func(r Rows) error {
 		exists = r.Next()
@@ -76,6 +83,65 @@ func (q queries) LockCreationTaskExists(ctx context.Context, id string) (store.O
 	})
 	return op, steps, exists, err
 }
+
+// pipelines reports whether q sends a batch of reads in one round trip
+// (Batcher: PostgreSQL); elsewhere each statement is paid for apart.
+func (q queries) pipelines() bool {
+	_, ok := q.ex.(Batcher)
+	return ok
+}
+
+// readCreationSQL is the operation with whether its task and any step
+// exist.
+const readCreationSQL = `SELECT ` + operationColumns + `,
+	EXISTS (SELECT 1 FROM tasks WHERE id = task_creation_operations.task_id),
+	EXISTS (SELECT 1 FROM task_creation_steps WHERE operation_id = $1)
+	FROM task_creation_operations WHERE id = $1`
+
+// readCreation is LockCreation (task non-nil) and LockCreationTaskExists
+// where statements are not pipelined: on SQLite every statement costs the
+// one writer its own run through the driver, and a write transaction
+// already excludes every other writer, so there are no row locks to take in
+// order. It reads the operation with whether its task and any step exist,
+// then the task's columns only when asked for and present, and the steps
+// only when there are some: one statement for phase A of a creation that
+// plans no step, two for phase B, instead of three each.
+func (q queries) readCreation(ctx context.Context, id string, task **store.Task) (store.Operation, []store.CreationStep, bool, error) {
+	if !isCanonicalUUID(id) {
+		return store.Operation{}, nil, false, fmt.Errorf("lock creation: %w", store.ErrNotFound)
+	}
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var hasTask, hasSteps bool
+	op, err := scanOperation(withColumns{q.ex.QueryRow(ctx, readCreationSQL, id), []any{&hasTask, &hasSteps}})
+	if err != nil {
+		return store.Operation{}, nil, false, q.wrap("lock creation", err)
+	}
+	var steps []store.CreationStep
+	var reads []BatchQuery
+	if task != nil && hasTask {
+		reads = append(reads, BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks WHERE id = $1`,
+			Args: []any{op.TaskID}, Scan: optionalTask(task)})
+	}
+	if hasSteps {
+		reads = append(reads, q.lockStepsQuery(id, &steps))
+	}
+	if len(reads) > 0 {
+		if err := q.batch(ctx, reads...); err != nil {
+			return store.Operation{}, nil, false, q.wrap("lock creation", err)
+		}
+	}
+	return op, steps, hasTask, nil
+}
+
+// withColumns is a Row whose Scan also fills extra, the columns that follow
+// the caller's.
+type withColumns struct {
+	Row
+	extra []any
+}
+
+func (r withColumns) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
 
 // lockCreation locks the operation, its task and its steps, in the lock
 // order, reading the task's columns with scanTask.

@@ -128,6 +128,43 @@ func testLockOperationAndSteps(t *testing.T, s store.Store) {
 			return nil
 		}))
 	}
+	// A creation that planned no step, and one that does not exist.
+	stepless := newTask("ws", "ext-2", 2)
+	bare := newOperation("ws", stepless.ID, epoch)
+	insertCreation(t, s, &stepless, bare)
+	must(t, s.InTx(ctx, func(tx store.Queries) error {
+		got, gotSteps, gotTask, err := tx.LockCreation(ctx, bare.ID)
+		if err != nil {
+			return err
+		}
+		if got.ID != bare.ID || got.State != store.OpPreparing || len(gotSteps) != 0 || gotTask == nil || gotTask.ID != stepless.ID || gotTask.Title != stepless.Title {
+			t.Errorf("lock creation without steps = operation %s, %d steps, task %+v; want %s, none, %s", got.ID, len(gotSteps), gotTask, bare.ID, stepless.ID)
+		}
+		got, gotSteps, exists, err := tx.LockCreationTaskExists(ctx, bare.ID)
+		if err != nil {
+			return err
+		}
+		if got.ID != bare.ID || len(gotSteps) != 0 || !exists {
+			t.Errorf("lock creation task exists without steps = operation %s, %d steps, exists %v", got.ID, len(gotSteps), exists)
+		}
+		return nil
+	}))
+	for _, id := range []string{uuid.NewString(), "not-a-uuid"} {
+		err := s.InTx(ctx, func(tx store.Queries) error {
+			_, _, _, err := tx.LockCreation(ctx, id)
+			return err
+		})
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("lock creation of missing operation %q err = %v, want ErrNotFound", id, err)
+		}
+		err = s.InTx(ctx, func(tx store.Queries) error {
+			_, _, _, err := tx.LockCreationTaskExists(ctx, id)
+			return err
+		})
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("lock creation task exists of missing operation %q err = %v, want ErrNotFound", id, err)
+		}
+	}
 }
 
 // insertCreation writes task (when not nil), op and its steps in one
