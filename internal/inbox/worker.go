@@ -354,6 +354,7 @@ func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (i
 		}
 		seen[j.d.EntityKey] = true
 	}
+	w.leaseEntities(ctx, owner, jobs)
 	// Outcomes are written as they come: whatever has finished while the
 	// previous write ran goes in the next one, so a slow delivery delays
 	// neither the others' outcomes nor their entities' release.
@@ -366,7 +367,7 @@ func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (i
 			j.cancel()
 			finished <- w.putBack(ctx, j.d)
 		default:
-			go func() { finished <- w.runJob(ctx, owner, j) }()
+			go func() { finished <- w.runJob(ctx, j) }()
 		}
 	}
 	for left := len(jobs); left > 0; {
@@ -445,23 +446,43 @@ func (w *Worker) prepareJob(ctx context.Context, d store.Delivery) *job {
 	return j
 }
 
-// runJob takes the entity lease and processes the delivery, returning the
+// leaseEntities takes the entity leases of the batch's jobs in one write
+// (one statement, not one per delivery, on SQLite's one writer); a job
+// whose entity another worker holds is postponed, and when the write fails
+// every job that needed a lease fails its attempt. FinishDeliveries
+// releases each lease with its delivery's outcome.
+func (w *Worker) leaseEntities(ctx context.Context, owner string, jobs []*job) {
+	var need []*job
+	var leases []store.EntityLease
+	for _, j := range jobs {
+		if !j.done && j.d.EntityKey != "" {
+			need = append(need, j)
+			leases = append(leases, store.EntityLease{EntityKey: j.d.EntityKey, DeliveryID: j.d.ID})
+		}
+	}
+	if len(need) == 0 {
+		return
+	}
+	now := w.now()
+	taken, err := w.st.AcquireEntityLeases(store.WithSharedCommit(ctx), owner, leases, now, now.Add(w.opts.Lease))
+	for i, j := range need {
+		switch {
+		case err != nil:
+			j.done, j.d = true, w.fail(ctx, j.pctx, j.d, fmt.Errorf("acquire entity lease: %w", err))
+		case !taken[i]:
+			j.done, j.d = true, w.postpone(ctx, j.d)
+		default:
+			continue
+		}
+		j.cancel()
+	}
+}
+
+// runJob processes a delivery whose entity lease is held, returning the
 // state to record.
-func (w *Worker) runJob(ctx context.Context, owner string, j *job) store.Delivery {
+func (w *Worker) runJob(ctx context.Context, j *job) store.Delivery {
 	defer j.cancel()
 	pctx, d, prep := j.pctx, j.d, j.prep
-	if d.EntityKey != "" {
-		now := w.now()
-		ok, err := w.st.AcquireEntityLease(pctx, d.EntityKey, owner, d.ID, now, now.Add(w.opts.Lease))
-		if err != nil {
-			return w.fail(ctx, pctx, d, fmt.Errorf("acquire entity lease: %w", err))
-		}
-		if !ok {
-			return w.postpone(ctx, d)
-		}
-		// FinishDeliveries releases the entity lease with the outcome.
-	}
-
 	out, err := w.process(pctx, d, prep)
 	if err != nil {
 		return w.fail(ctx, pctx, d, err)

@@ -289,6 +289,37 @@ func TestWorkerRetriesUntilMaxAttempts(t *testing.T) {
 	})
 }
 
+// leaseFailingStore fails every entity lease write.
+type leaseFailingStore struct{ store.Store }
+
+var errLeaseWrite = errors.New("lease write failed")
+
+func (leaseFailingStore) AcquireEntityLeases(context.Context, string, []store.EntityLease, time.Time, time.Time) ([]bool, error) {
+	return nil, errLeaseWrite
+}
+
+// TestWorkerLeaseFailure: when the write of a batch's entity leases fails,
+// every delivery of the batch is retried later, none processed without its
+// lease.
+func TestWorkerLeaseFailure(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		clock := newTestClock()
+		ids := insert(t, st, clock.Now(), body("e1", modeOK), body("e2", modeOK))
+		proc := newFakeProcessor()
+		startWorker(t, leaseFailingStore{st}, proc, clock.Now, WorkerOptions{Concurrency: 1})
+		for _, id := range ids {
+			d := waitStatus(t, st, id, store.DeliveryRetrying, nil)
+			if d.Attempts != 1 || !strings.Contains(d.LastError, errLeaseWrite.Error()) {
+				t.Errorf("delivery %s: attempts %d, last_error %q; want 1 and the lease failure", id, d.Attempts, d.LastError)
+			}
+		}
+		if _, calls := proc.stats(); len(calls) != 0 {
+			t.Errorf("processed without a lease: %v", calls)
+		}
+	})
+}
+
 func TestWorkerRecoversPanic(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
@@ -322,7 +353,8 @@ func TestWorkerReclaimsExpiredLease(t *testing.T) {
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim = %d deliveries, %v; want 1", len(claimed), err)
 		}
-		if _, err := st.AcquireEntityLease(context.Background(), "e1", "dead-worker", ids[0], clock.Now(), clock.Now().Add(DefaultLease)); err != nil {
+		if _, err := st.AcquireEntityLeases(context.Background(), "dead-worker", []store.EntityLease{{EntityKey: "e1", DeliveryID: ids[0]}},
+			clock.Now(), clock.Now().Add(DefaultLease)); err != nil {
 			t.Fatalf("acquire entity lease: %v", err)
 		}
 

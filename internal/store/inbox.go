@@ -28,6 +28,11 @@ var FinishedStatuses = []string{DeliverySucceeded, DeliveryIgnored, DeliverySupp
 // IsFinished reports whether status is one of FinishedStatuses.
 func IsFinished(status string) bool { return slices.Contains(FinishedStatuses, status) }
 
+// EntityLease asks for the lease on an entity for one delivery.
+type EntityLease struct {
+	EntityKey, DeliveryID string
+}
+
 // Delivery is an inbox row: the raw webhook as received, and its processing
 // state.
 type Delivery struct {
@@ -134,10 +139,13 @@ type DeliveryQueries interface {
 	// entity is not leased by another worker, oldest first (PostgreSQL: FOR
 	// UPDATE SKIP LOCKED). Claimed rows become processing with attempts+1.
 	ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
-	// AcquireEntityLease takes or steals (when expired) the lease on an
-	// entity for a delivery; false when another live lease holds it. Under
-	// store.WithSharedCommit it may share a commit (see InTx).
-	AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error)
+	// AcquireEntityLeases takes or steals (when expired) the lease on each
+	// entity for its delivery, for a claimed batch at once (one statement
+	// per few hundred leases); taken[i] is false when another live lease
+	// holds leases[i]'s entity. Of two leases on one entity only the first
+	// can be taken. Under store.WithSharedCommit it may share a commit (see
+	// InTx).
+	AcquireEntityLeases(ctx context.Context, owner string, leases []EntityLease, now, expires time.Time) (taken []bool, err error)
 	// FinishDelivery records the outcome of a claimed delivery when owner
 	// still holds its lease, and releases the entity lease owner holds for
 	// this delivery, in one transaction; ErrNotFound when the delivery's

@@ -454,14 +454,63 @@ func (q queries) loadContent(ctx context.Context, ds []store.Delivery) error {
 	return q.wrap("read claimed deliveries", rows.Err())
 }
 
-func (q queries) AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error) {
+// maxLeasesPerStatement bounds the rows of one lease statement (four
+// arguments each, under SQLite's and PostgreSQL's argument limits).
+const maxLeasesPerStatement = 500
+
+// AcquireEntityLeases takes each lease with one upsert per chunk: a row is
+// written, and returned, where no lease holds the entity, where its lease
+// has expired, or where it is this owner's for this delivery already.
+func (q queries) AcquireEntityLeases(ctx context.Context, owner string, leases []store.EntityLease, now, expires time.Time) ([]bool, error) {
+	taken := make([]bool, len(leases))
+	index := make(map[string]int, len(leases)) // entity key → its first lease
+	var asked []int
+	for i, l := range leases {
+		if _, dup := index[l.EntityKey]; !dup {
+			index[l.EntityKey] = i
+			asked = append(asked, i)
+		}
+	}
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	n, err := q.ex.Exec(ctx, `INSERT INTO entity_leases (entity_key, owner, delivery_id, expires_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (entity_key) DO UPDATE SET owner = excluded.owner, delivery_id = excluded.delivery_id, expires_at = excluded.expires_at
-		WHERE entity_leases.expires_at <= $5 OR (entity_leases.owner = excluded.owner AND entity_leases.delivery_id = excluded.delivery_id)`,
-		entityKey, owner, deliveryID, expires, now)
-	return n == 1, q.wrap("acquire entity lease", err)
+	for len(asked) > 0 {
+		chunk := asked[:min(len(asked), maxLeasesPerStatement)]
+		asked = asked[len(chunk):]
+		var sql strings.Builder
+		sql.WriteString(`INSERT INTO entity_leases (entity_key, owner, delivery_id, expires_at) VALUES `)
+		args := []any{now, owner, expires}
+		for n, i := range chunk {
+			if n > 0 {
+				sql.WriteString(", ")
+			}
+			fmt.Fprintf(&sql, "($%d, $2, $%d, $3)", len(args)+1, len(args)+2)
+			args = append(args, leases[i].EntityKey, leases[i].DeliveryID)
+		}
+		sql.WriteString(` ON CONFLICT (entity_key) DO UPDATE SET owner = excluded.owner, delivery_id = excluded.delivery_id, expires_at = excluded.expires_at
+		WHERE entity_leases.expires_at <= $1 OR (entity_leases.owner = excluded.owner AND entity_leases.delivery_id = excluded.delivery_id)
+		RETURNING entity_key`)
+		if err := q.takeLeases(ctx, sql.String(), args, index, taken); err != nil {
+			return nil, q.wrap("acquire entity leases", err)
+		}
+	}
+	return taken, nil
+}
+
+// takeLeases runs one lease statement, marking the leases it took.
+func (q queries) takeLeases(ctx context.Context, query string, args []any, index map[string]int, taken []bool) error {
+	rows, err := q.ex.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return err
+		}
+		taken[index[key]] = true
+	}
+	return rows.Err()
 }
 
 // finishDelivery records a processed delivery's state and outcome under the

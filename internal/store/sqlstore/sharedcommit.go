@@ -79,18 +79,18 @@ func sharesCommits(d Driver) bool {
 
 func newCommitter(d Driver) *committer { return &committer{enabled: sharesCommits(d)} }
 
-// AcquireEntityLease shares a commit like any transaction when ctx asks for
-// it and the driver shares commits; otherwise it is one statement.
-func (s *Store) AcquireEntityLease(ctx context.Context, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error) {
+// AcquireEntityLeases shares a commit like any transaction when ctx asks
+// for it and the driver shares commits; otherwise it is its own statements.
+func (s *Store) AcquireEntityLeases(ctx context.Context, owner string, leases []store.EntityLease, now, expires time.Time) ([]bool, error) {
 	if !store.SharedCommit(ctx) || !s.shared.enabled {
-		return s.queries.AcquireEntityLease(ctx, entityKey, owner, deliveryID, now, expires)
+		return s.queries.AcquireEntityLeases(ctx, owner, leases, now, expires)
 	}
-	var ok bool
+	var taken []bool
 	err := s.inSharedTx(ctx, func(tx store.Queries) (err error) {
-		ok, err = tx.AcquireEntityLease(ctx, entityKey, owner, deliveryID, now, expires)
+		taken, err = tx.AcquireEntityLeases(ctx, owner, leases, now, expires)
 		return err
 	})
-	return ok, err
+	return taken, err
 }
 
 // inSharedTx runs fn in a group transaction (see store.WithSharedCommit).

@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,8 +14,22 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
+// acquireLease takes one entity lease through AcquireEntityLeases.
+func acquireLease(t testing.TB, s store.Store, entityKey, owner, deliveryID string, now, expires time.Time) (bool, error) {
+	t.Helper()
+	taken, err := s.AcquireEntityLeases(context.Background(), owner, []store.EntityLease{{EntityKey: entityKey, DeliveryID: deliveryID}}, now, expires)
+	if err != nil {
+		return false, err
+	}
+	if len(taken) != 1 {
+		t.Fatalf("AcquireEntityLeases answered %d leases, want 1", len(taken))
+	}
+	return taken[0], nil
+}
+
 var leaseTests = []contractTest{
 	{name: "entity leases exclude", fn: testEntityLeases},
+	{name: "a batch's entity leases are taken at once", fn: testEntityLeaseBatch},
 	{name: "a lost delivery lease still releases its entity lease", fn: testFinishAfterLostLease},
 	{name: "a batch is finished together, each lost lease reported", fn: testFinishDeliveries},
 }
@@ -33,7 +49,7 @@ func testFinishDeliveries(t *testing.T, s store.Store) {
 		if len(got) != 1 || got[0].ID != id {
 			t.Fatalf("claim %d = %+v, want delivery %s", i, got, id)
 		}
-		ok, err := s.AcquireEntityLease(ctx, "entity-"+id, "w1", id, epoch, epoch.Add(10*time.Minute))
+		ok, err := acquireLease(t, s, "entity-"+id, "w1", id, epoch, epoch.Add(10*time.Minute))
 		must(t, err)
 		if !ok {
 			t.Fatalf("entity lease %d refused", i)
@@ -59,7 +75,7 @@ func testFinishDeliveries(t *testing.T, s store.Store) {
 		if got.Status != want {
 			t.Errorf("delivery %d: status %s, want %s", i, got.Status, want)
 		}
-		ok, err := s.AcquireEntityLease(ctx, claimed[i].EntityKey, "w3", uuid.NewString(), epoch, epoch.Add(time.Minute))
+		ok, err := acquireLease(t, s, claimed[i].EntityKey, "w3", uuid.NewString(), epoch, epoch.Add(time.Minute))
 		must(t, err)
 		if !ok {
 			t.Errorf("delivery %d: entity lease still held after FinishDeliveries", i)
@@ -70,17 +86,17 @@ func testFinishDeliveries(t *testing.T, s store.Store) {
 func testEntityLeases(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	d1, d2 := uuid.NewString(), uuid.NewString()
-	ok, err := s.AcquireEntityLease(ctx, "e", "w1", d1, epoch, epoch.Add(time.Minute))
+	ok, err := acquireLease(t, s, "e", "w1", d1, epoch, epoch.Add(time.Minute))
 	must(t, err)
 	if !ok {
 		t.Fatal("first lease refused")
 	}
-	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch, epoch.Add(time.Minute))
+	ok, err = acquireLease(t, s, "e", "w2", d2, epoch, epoch.Add(time.Minute))
 	must(t, err)
 	if ok {
 		t.Fatal("held lease granted twice")
 	}
-	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch.Add(2*time.Minute), epoch.Add(3*time.Minute))
+	ok, err = acquireLease(t, s, "e", "w2", d2, epoch.Add(2*time.Minute), epoch.Add(3*time.Minute))
 	must(t, err)
 	if !ok {
 		t.Fatal("expired lease not stolen")
@@ -94,7 +110,7 @@ func testEntityLeases(t *testing.T, s store.Store) {
 	if len(claimed) != 1 || claimed[0].ID != res[0].ID {
 		t.Fatalf("claimed = %+v", claimed)
 	}
-	ok, err = s.AcquireEntityLease(ctx, "e2", "w3", res[0].ID, epoch, epoch.Add(time.Minute))
+	ok, err = acquireLease(t, s, "e2", "w3", res[0].ID, epoch, epoch.Add(time.Minute))
 	must(t, err)
 	if !ok {
 		t.Fatal("lease for the claimed delivery refused")
@@ -102,17 +118,65 @@ func testEntityLeases(t *testing.T, s store.Store) {
 	done := claimed[0]
 	done.Status, done.EntityKey = store.DeliverySucceeded, "e2"
 	must(t, s.FinishDelivery(ctx, done, "w3"))
-	ok, err = s.AcquireEntityLease(ctx, "e2", "w4", uuid.NewString(), epoch, epoch.Add(time.Minute))
+	ok, err = acquireLease(t, s, "e2", "w4", uuid.NewString(), epoch, epoch.Add(time.Minute))
 	must(t, err)
 	if !ok {
 		t.Fatal("entity lease still held after its delivery finished")
 	}
 
 	// The holder may renew its own lease.
-	ok, err = s.AcquireEntityLease(ctx, "e", "w2", d2, epoch.Add(2*time.Minute), epoch.Add(4*time.Minute))
+	ok, err = acquireLease(t, s, "e", "w2", d2, epoch.Add(2*time.Minute), epoch.Add(4*time.Minute))
 	must(t, err)
 	if !ok {
 		t.Fatal("holder's renewal refused")
+	}
+}
+
+// testEntityLeaseBatch: AcquireEntityLeases answers each lease of a batch
+// as AcquireEntityLease would one at a time, the first of two on one entity
+// winning, over as many statements as the batch needs.
+func testEntityLeaseBatch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mine := uuid.NewString()
+	for _, held := range []struct {
+		key, owner, delivery string
+		expires              time.Time
+	}{
+		{"held", "w2", uuid.NewString(), epoch.Add(time.Minute)},
+		{"expired", "w2", uuid.NewString(), epoch.Add(-time.Second)},
+		{"renewed", "w1", mine, epoch.Add(time.Minute)},
+	} {
+		ok, err := acquireLease(t, s, held.key, held.owner, held.delivery, epoch.Add(-time.Hour), held.expires)
+		must(t, err)
+		if !ok {
+			t.Fatalf("setting up lease %s refused", held.key)
+		}
+	}
+	lease := func(key, delivery string) store.EntityLease { return store.EntityLease{EntityKey: key, DeliveryID: delivery} }
+	leases := []store.EntityLease{lease("free", uuid.NewString()), lease("held", uuid.NewString()),
+		lease("expired", uuid.NewString()), lease("free", uuid.NewString()), lease("renewed", mine)}
+	taken, err := s.AcquireEntityLeases(ctx, "w1", leases, epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if want := []bool{true, false, true, false, true}; fmt.Sprint(taken) != fmt.Sprint(want) {
+		t.Errorf("taken = %v, want %v (free, held, expired, free again, renewed)", taken, want)
+	}
+	// What was taken is held: another owner is refused each of them.
+	for _, key := range []string{"free", "expired", "renewed"} {
+		ok, err := acquireLease(t, s, key, "w3", uuid.NewString(), epoch, epoch.Add(time.Minute))
+		must(t, err)
+		if ok {
+			t.Errorf("lease on %s granted to another owner after the batch took it", key)
+		}
+	}
+
+	many := make([]store.EntityLease, 1201)
+	for i := range many {
+		many[i] = store.EntityLease{EntityKey: fmt.Sprint("many-", i), DeliveryID: uuid.NewString()}
+	}
+	taken, err = s.AcquireEntityLeases(ctx, "w1", many, epoch, epoch.Add(time.Minute))
+	must(t, err)
+	if n := strings.Count(fmt.Sprint(taken), "true"); len(taken) != len(many) || n != len(many) {
+		t.Errorf("a batch of %d free leases: %d answers, %d taken", len(many), len(taken), n)
 	}
 }
 
@@ -128,7 +192,7 @@ func testFinishAfterLostLease(t *testing.T, s store.Store) {
 	if len(claimed) != 1 {
 		t.Fatalf("claimed %d deliveries, want 1", len(claimed))
 	}
-	ok, err := s.AcquireEntityLease(ctx, "e-lost", "w1", res[0].ID, epoch, epoch.Add(10*time.Minute))
+	ok, err := acquireLease(t, s, "e-lost", "w1", res[0].ID, epoch, epoch.Add(10*time.Minute))
 	must(t, err)
 	if !ok {
 		t.Fatal("entity lease refused")
@@ -146,7 +210,7 @@ func testFinishAfterLostLease(t *testing.T, s store.Store) {
 	if got.Status != store.DeliveryProcessing || got.LeaseOwner != "w2" {
 		t.Errorf("delivery = %s owned by %q, want still processing by w2", got.Status, got.LeaseOwner)
 	}
-	ok, err = s.AcquireEntityLease(ctx, "e-lost", "w2", res[0].ID, epoch.Add(2*time.Minute), epoch.Add(3*time.Minute))
+	ok, err = acquireLease(t, s, "e-lost", "w2", res[0].ID, epoch.Add(2*time.Minute), epoch.Add(3*time.Minute))
 	must(t, err)
 	if !ok {
 		t.Error("entity lease of the worker that lost its claim is still held")
