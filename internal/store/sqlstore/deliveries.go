@@ -554,15 +554,8 @@ func (q queries) FinishDeliveries(ctx context.Context, ds []store.Delivery, owne
 			if err != nil {
 				return err
 			}
-			if d.EntityKey == "" {
-				continue
-			}
-			if err := q.execLater(ctx, "release entity lease", nil,
-				`DELETE FROM entity_leases WHERE entity_key = $1 AND owner = $2 AND delivery_id = $3`, d.EntityKey, owner, d.ID); err != nil {
-				return err
-			}
 		}
-		return nil
+		return q.releaseEntityLeases(ctx, owner, ds)
 	})
 	if err != nil {
 		return nil, err
@@ -572,6 +565,39 @@ func (q queries) FinishDeliveries(ctx context.Context, ds []store.Delivery, owne
 		lost[i] = n == 0
 	}
 	return lost, nil
+}
+
+// releaseEntityLeases deletes the entity leases owner holds for ds, in one
+// statement per chunk rather than one per delivery. A lease matches on its
+// entity key (the primary key the statement looks rows up by) and on its
+// delivery being one of ds: a lease the owner holds for a delivery not in
+// ds stays, and one it holds for a delivery of ds is released whichever
+// entity of ds it is on (that delivery is finished either way).
+func (q queries) releaseEntityLeases(ctx context.Context, owner string, ds []store.Delivery) error {
+	var leased []store.Delivery
+	for _, d := range ds {
+		if d.EntityKey != "" {
+			leased = append(leased, d)
+		}
+	}
+	for len(leased) > 0 {
+		chunk := leased[:min(len(leased), maxLeasesPerStatement)]
+		leased = leased[len(chunk):]
+		args := make([]any, 1, 1+2*len(chunk))
+		args[0] = owner
+		for _, d := range chunk {
+			args = append(args, d.EntityKey)
+		}
+		for _, d := range chunk {
+			args = append(args, d.ID)
+		}
+		query := `DELETE FROM entity_leases WHERE owner = $1 AND entity_key IN (` + inList(2, len(chunk)) +
+			`) AND delivery_id IN (` + inList(2+len(chunk), len(chunk)) + `)`
+		if err := q.execLater(ctx, "release entity leases", nil, query, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requeueDeliveries is the replay UPDATE, of one delivery or of a batch:

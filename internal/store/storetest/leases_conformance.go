@@ -36,7 +36,7 @@ var leaseTests = []contractTest{
 
 // testFinishDeliveries: FinishDeliveries records every delivery whose lease
 // its owner still holds, reports the one taken over, and releases the
-// entity leases of all of them.
+// entity leases of all of them, and no other lease of their owner.
 func testFinishDeliveries(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	// The second delivery is claimed with a short lease, which expires, and
@@ -62,6 +62,13 @@ func testFinishDeliveries(t *testing.T, s store.Store) {
 	if len(taken) != 1 || taken[0].ID != claimed[1].ID {
 		t.Fatalf("w2 took over %+v, want only the second delivery", taken)
 	}
+	// w1 also holds a lease for a delivery the batch does not finish.
+	unfinished := uuid.NewString()
+	ok, err := acquireLease(t, s, "entity-unfinished", "w1", unfinished, epoch, epoch.Add(10*time.Minute))
+	must(t, err)
+	if !ok {
+		t.Fatal("lease for the unfinished delivery refused")
+	}
 	claimed[0].Status, claimed[1].Status, claimed[2].Status = store.DeliverySucceeded, store.DeliverySucceeded, store.DeliveryFailed
 	claimed[2].LastError = "boom"
 	lost, err := s.FinishDeliveries(ctx, claimed, "w1")
@@ -80,6 +87,9 @@ func testFinishDeliveries(t *testing.T, s store.Store) {
 		if !ok {
 			t.Errorf("delivery %d: entity lease still held after FinishDeliveries", i)
 		}
+	}
+	if ok, err := acquireLease(t, s, "entity-unfinished", "w3", uuid.NewString(), epoch, epoch.Add(time.Minute)); err != nil || ok {
+		t.Errorf("the lease of a delivery the batch did not finish was released (taken over: %v, %v)", ok, err)
 	}
 }
 
