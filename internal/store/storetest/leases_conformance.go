@@ -162,7 +162,9 @@ func testEntityLeaseBatch(t *testing.T, s store.Store) {
 			t.Fatalf("setting up lease %s refused", held.key)
 		}
 	}
-	lease := func(key, delivery string) store.EntityLease { return store.EntityLease{EntityKey: key, DeliveryID: delivery} }
+	lease := func(key, delivery string) store.EntityLease {
+		return store.EntityLease{EntityKey: key, DeliveryID: delivery}
+	}
 	leases := []store.EntityLease{lease("free", uuid.NewString()), lease("held", uuid.NewString()),
 		lease("expired", uuid.NewString()), lease("free", uuid.NewString()), lease("renewed", mine)}
 	taken, err := s.AcquireEntityLeases(ctx, "w1", leases, epoch, epoch.Add(time.Minute))
