@@ -132,13 +132,10 @@ func (s *Store) inSharedChain(ctx context.Context, steps []store.TxStep) (int, e
 			committed, err = s.inTxApart(ctx, steps)
 			return err
 		}})
-	switch {
-	case err == nil:
+	if err == nil {
 		return len(steps), nil
-	case committed > 0:
-		return committed, err
 	}
-	return 0, err
+	return committed, err // 0 unless the chain ran alone
 }
 
 // joinGroup runs m in the next group, leading it when no group runs.

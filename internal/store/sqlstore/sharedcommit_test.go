@@ -48,18 +48,7 @@ func TestSharedCommit(t *testing.T) {
 				storetest.SeedWorkspace(t, st, "ws")
 				sqlstore.EnableSharedCommits(st)
 
-				// The first transaction holds the only group slot until the
-				// others have queued behind it.
-				entered, release := make(chan struct{}), make(chan struct{})
-				blocker := make(chan error, 1)
-				go func() {
-					blocker <- st.InTx(ctx, func(tx store.Queries) error {
-						close(entered)
-						<-release
-						return tx.InsertTask(ctx, sharedTask("blocker"))
-					})
-				}()
-				<-entered
+				release := holdGroupSlot(t, ctx, st)
 
 				const members = 6
 				results := make([]memberResult, members)
@@ -82,11 +71,8 @@ func TestSharedCommit(t *testing.T) {
 					})
 				}
 				waitUntil(t, "every member to queue", func() bool { return sqlstore.QueuedSharedCommits(st) == members })
-				close(release)
+				release()
 				wg.Wait()
-				if err := <-blocker; err != nil {
-					t.Fatalf("blocking transaction: %v", err)
-				}
 
 				for i, r := range results {
 					_, lookupErr := st.LookupTaskByExternalID(context.Background(), "ws", fmt.Sprint("member-", i))
@@ -131,6 +117,30 @@ func TestSharedCommitAlone(t *testing.T) {
 			t.Errorf("groups = %d, want 0: a lone transaction is its own", got)
 		}
 	})
+}
+
+// holdGroupSlot starts a shared transaction that holds the only group slot,
+// so that the transactions started after it queue behind it; release lets
+// it commit and fails the test if it did not.
+func holdGroupSlot(t *testing.T, ctx context.Context, st *sqlstore.Store) (release func()) {
+	t.Helper()
+	entered, done := make(chan struct{}), make(chan struct{})
+	blocker := make(chan error, 1)
+	go func() {
+		blocker <- st.InTx(ctx, func(tx store.Queries) error {
+			close(entered)
+			<-done
+			return tx.InsertTask(ctx, sharedTask("blocker"))
+		})
+	}()
+	<-entered
+	return func() {
+		t.Helper()
+		close(done)
+		if err := <-blocker; err != nil {
+			t.Fatalf("blocking transaction: %v", err)
+		}
+	}
 }
 
 func sharedTask(ext string) store.Task {
@@ -192,16 +202,7 @@ func TestSharedCommitChains(t *testing.T) {
 				storetest.SeedWorkspace(t, st, "ws")
 				sqlstore.EnableSharedCommits(st)
 
-				entered, release := make(chan struct{}), make(chan struct{})
-				blocker := make(chan error, 1)
-				go func() {
-					blocker <- st.InTx(ctx, func(tx store.Queries) error {
-						close(entered)
-						<-release
-						return tx.InsertTask(ctx, sharedTask("blocker"))
-					})
-				}()
-				<-entered
+				release := holdGroupSlot(t, ctx, st)
 
 				ext := func(chain, step int) string { return fmt.Sprintf("chain-%d-%d", chain, step) }
 				type chainResult struct {
@@ -237,11 +238,8 @@ func TestSharedCommitChains(t *testing.T) {
 					})
 				}
 				waitUntil(t, "every chain to queue", func() bool { return sqlstore.QueuedSharedCommits(st) == tt.chains })
-				close(release)
+				release()
 				wg.Wait()
-				if err := <-blocker; err != nil {
-					t.Fatalf("blocking transaction: %v", err)
-				}
 
 				for c, r := range results {
 					want, wantErr := chainResult{committed: steps}, error(nil)
