@@ -143,8 +143,8 @@ func testEntityLeases(t *testing.T, s store.Store) {
 }
 
 // testEntityLeaseBatch: AcquireEntityLeases answers each lease of a batch
-// as AcquireEntityLease would one at a time, the first of two on one entity
-// winning, over as many statements as the batch needs.
+// as it would answer it alone, the first of two on one entity winning, over
+// as many statements as the batch needs.
 func testEntityLeaseBatch(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mine := uuid.NewString()
