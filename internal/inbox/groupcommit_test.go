@@ -134,39 +134,53 @@ func TestGroupCommitAlwaysSyncs(t *testing.T) {
 	}
 }
 
-// TestGroupCommitBusy: the receiver is busy while receipts wait and for
-// busyHold after a batch of concurrent receipts, so workers do not claim in
-// the gap between two batches; a lone receipt does not make it busy.
+// TestGroupCommitBusy: the receiver is busy while receipts wait and for a
+// hold after a batch of concurrent receipts (busyHold, or the shorter
+// serialBusyHold on a serial writer), so workers do not claim in the gap
+// between two batches; a lone receipt does not make it busy.
 func TestGroupCommitBusy(t *testing.T) {
 	t.Parallel()
-	clock := newTestClock()
-	g := newGroupCommit(&recordingWriter{}, testLogger(t), DefaultMaxBatch, clock.Now)
-	batch := func(n int) []*commitRequest {
-		reqs := make([]*commitRequest, n)
-		for i := range reqs {
-			reqs[i] = &commitRequest{ctx: context.Background(), d: store.Delivery{DeliveryKey: fmt.Sprintf("k%d", i)},
-				done: make(chan commitResult, 1)}
-		}
-		return reqs
-	}
-	steps := []struct {
-		name string
-		do   func()
-		want bool
+	tests := []struct {
+		name     string
+		writer   DeliveryWriter
+		wantHold time.Duration
 	}{
-		{"idle", func() {}, false},
-		{"after a lone receipt", func() { g.commit(context.Background(), batch(1)) }, false},
-		{"after a batch of concurrent receipts", func() { g.commit(context.Background(), batch(busyReceipts)) }, true},
-		{"within the hold", func() { clock.Advance(busyHold - time.Millisecond) }, true},
-		{"after the hold", func() { clock.Advance(2 * time.Millisecond) }, false},
-		{"while receipts wait", func() { g.waiting.Store(busyReceipts) }, true},
-		{"once they are answered", func() { g.waiting.Store(0) }, false},
+		{"concurrent writer", &recordingWriter{}, busyHold},
+		{"serial writer", serialRecordingWriter{&recordingWriter{}}, serialBusyHold},
 	}
-	for _, st := range steps {
-		st.do()
-		if got := g.busy(); got != st.want {
-			t.Errorf("%s: busy = %v, want %v", st.name, got, st.want)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newTestClock()
+			g := newGroupCommit(tt.writer, testLogger(t), DefaultMaxBatch, clock.Now)
+			batch := func(n int) []*commitRequest {
+				reqs := make([]*commitRequest, n)
+				for i := range reqs {
+					reqs[i] = &commitRequest{ctx: context.Background(), d: store.Delivery{DeliveryKey: fmt.Sprintf("k%d", i)},
+						done: make(chan commitResult, 1)}
+				}
+				return reqs
+			}
+			steps := []struct {
+				name string
+				do   func()
+				want bool
+			}{
+				{"idle", func() {}, false},
+				{"after a lone receipt", func() { g.commit(context.Background(), batch(1)) }, false},
+				{"after a batch of concurrent receipts", func() { g.commit(context.Background(), batch(busyReceipts)) }, true},
+				{"within the hold", func() { clock.Advance(tt.wantHold - time.Millisecond) }, true},
+				{"after the hold", func() { clock.Advance(2 * time.Millisecond) }, false},
+				{"while receipts wait", func() { g.waiting.Store(busyReceipts) }, true},
+				{"once they are answered", func() { g.waiting.Store(0) }, false},
+			}
+			for _, st := range steps {
+				st.do()
+				if got := g.busy(); got != st.want {
+					t.Errorf("%s: busy = %v, want %v", st.name, got, st.want)
+				}
+			}
+		})
 	}
 }
 

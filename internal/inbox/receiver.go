@@ -137,8 +137,9 @@ const badSignatureLogInterval = time.Minute
 const busyReceipts = 4
 
 // Busy reports whether many receipts are waiting for their commit, or a
-// batch of them committed within the last busyHold; workers yield to it
-// (WorkerOptions.Yield), so acknowledgements come first.
+// batch of them committed within the last hold (busyHold, serialBusyHold);
+// workers yield to it (WorkerOptions.Yield), so acknowledgements come
+// first.
 func (rc *Receiver) Busy() bool { return rc.commits.busy() }
 
 // Run commits receipts until ctx ends, then returns nil. A batch in flight
