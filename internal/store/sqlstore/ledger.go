@@ -64,24 +64,45 @@ func (q queries) LockOperationAndSteps(ctx context.Context, id string) (store.Op
 // LockCreation locks in the documented order: operation, task, steps.
 func (q queries) LockCreation(ctx context.Context, id string) (store.Operation, []store.CreationStep, *store.Task, error) {
 	var task *store.Task
-	if !q.pipelines() {
-		op, steps, _, err := q.readCreation(ctx, id, &task)
-		return op, steps, task, err
-	}
-	op, steps, err := q.lockCreation(ctx, id, taskColumns, optionalTask(&task))
+	op, steps, _, err := q.lockCreation(ctx, id, &task)
 	return op, steps, task, err
 }
 
 func (q queries) LockCreationTaskExists(ctx context.Context, id string) (store.Operation, []store.CreationStep, bool, error) {
-	if !q.pipelines() {
-		return q.readCreation(ctx, id, nil)
+	return q.lockCreation(ctx, id, nil)
+}
+
+// lockCreation locks the operation, its task and its steps, in the lock
+// order, and reports whether the task row exists; with task non-nil it
+// reads the task's columns into *task (nil when the row is gone). Where
+// reads are not pipelined it reads them as readCreation does.
+func (q queries) lockCreation(ctx context.Context, id string, task **store.Task) (store.Operation, []store.CreationStep, bool, error) {
+	if !isCanonicalUUID(id) {
+		return store.Operation{}, nil, false, fmt.Errorf("lock creation: %w", store.ErrNotFound)
 	}
+	if !q.pipelines() {
+		return q.readCreation(ctx, id, task)
+	}
+	var op store.Operation
+	var steps []store.CreationStep
 	exists := false
-	op, steps, err := q.lockCreation(ctx, id, `id`, func(r Rows) error {
+	columns, scanTask := `id`, func(r Rows) error {
 		exists = r.Next()
 		return r.Err()
-	})
-	return op, steps, exists, err
+	}
+	if task != nil {
+		columns, scanTask = taskColumns, func(r Rows) error {
+			err := optionalTask(task)(r)
+			exists = *task != nil
+			return err
+		}
+	}
+	err := q.batch(ctx, q.lockOperationQuery(id, &op),
+		BatchQuery{SQL: `SELECT ` + columns + ` FROM tasks
+			WHERE id = (SELECT task_id FROM task_creation_operations WHERE id = $1)` + q.d.ForUpdate(),
+			Args: []any{id}, Scan: scanTask},
+		q.lockStepsQuery(id, &steps))
+	return op, steps, exists, q.wrap("lock creation", err)
 }
 
 // pipelines reports whether q sends a batch of reads in one round trip
@@ -98,18 +119,14 @@ const readCreationSQL = `SELECT ` + operationColumns + `,
 	EXISTS (SELECT 1 FROM task_creation_steps WHERE operation_id = $1)
 	FROM task_creation_operations WHERE id = $1`
 
-// readCreation is LockCreation (task non-nil) and LockCreationTaskExists
-// where statements are not pipelined: on SQLite every statement costs the
-// one writer its own run through the driver, and a write transaction
-// already excludes every other writer, so there are no row locks to take in
-// order. It reads the operation with whether its task and any step exist,
+// readCreation is lockCreation where statements are not pipelined: on
+// SQLite every statement costs the one writer its own run through the
+// driver, and a write transaction already excludes every other writer, so
+// there are no row locks to take in order. It reads the operation with whether its task and any step exist,
 // then the task's columns only when asked for and present, and the steps
 // only when there are some: one statement for phase A of a creation that
 // plans no step, two for phase B, instead of three each.
 func (q queries) readCreation(ctx context.Context, id string, task **store.Task) (store.Operation, []store.CreationStep, bool, error) {
-	if !isCanonicalUUID(id) {
-		return store.Operation{}, nil, false, fmt.Errorf("lock creation: %w", store.ErrNotFound)
-	}
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var hasTask, hasSteps bool
@@ -142,22 +159,6 @@ type withColumns struct {
 }
 
 func (r withColumns) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
-
-// lockCreation locks the operation, its task and its steps, in the lock
-// order, reading the task's columns with scanTask.
-func (q queries) lockCreation(ctx context.Context, id, columns string, scanTask func(Rows) error) (store.Operation, []store.CreationStep, error) {
-	if !isCanonicalUUID(id) {
-		return store.Operation{}, nil, fmt.Errorf("lock creation: %w", store.ErrNotFound)
-	}
-	var op store.Operation
-	var steps []store.CreationStep
-	err := q.batch(ctx, q.lockOperationQuery(id, &op),
-		BatchQuery{SQL: `SELECT ` + columns + ` FROM tasks
-			WHERE id = (SELECT task_id FROM task_creation_operations WHERE id = $1)` + q.d.ForUpdate(),
-			Args: []any{id}, Scan: scanTask},
-		q.lockStepsQuery(id, &steps))
-	return op, steps, q.wrap("lock creation", err)
-}
 
 func (q queries) lockOperationQuery(id string, op *store.Operation) BatchQuery {
 	return BatchQuery{SQL: `SELECT ` + operationColumns + ` FROM task_creation_operations WHERE id = $1` + q.d.ForUpdate(),
