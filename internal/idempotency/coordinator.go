@@ -362,23 +362,16 @@ func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext s
 		WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256,
 		plannedSteps: len(steps)}}}
 	b.write = func(tx store.Queries) error {
-		// The task domain's admission (the WIP limit of its step, under
-		// the workspace row: see taskrules.Admit), then the identifier from
-		// the workspace sequence. On PostgreSQL the sequence UPDATE and the
-		// inserts travel with the COMMIT, so concurrent creates in a
-		// workspace hold its row only while the server runs them, not for a
-		// round trip; a unique violation on the external ID rolls the
-		// number back with the rest.
-		admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, Task: task})
-		if err != nil {
-			return err
-		}
-		b.result.Task = admitted
-		// The identifier is known once the INSERT has run (with the COMMIT
-		// on PostgreSQL).
-		if err := tx.InsertNumberedTask(ctx, admitted, func(id string) { b.result.Task.Identifier = id }); err != nil {
-			return err
-		}
+		// The operation and its steps first: they lock nothing that other
+		// creates wait for. Then the task domain's admission (the WIP
+		// limit of its step, under the workspace row: see
+		// taskrules.Admit), then the identifier from the workspace
+		// sequence, whose row every create in the workspace waits for
+		// until this transaction ends. On PostgreSQL the sequence UPDATE
+		// and the inserts travel with the COMMIT, so concurrent creates in
+		// a workspace hold its row only while the server runs the task's
+		// INSERT and the COMMIT, not for a round trip; a unique violation
+		// on the external ID rolls the number back with the rest.
 		if err := tx.InsertOperation(ctx, op); err != nil {
 			return err
 		}
@@ -387,7 +380,14 @@ func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext s
 				return err
 			}
 		}
-		return nil
+		admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, Task: task})
+		if err != nil {
+			return err
+		}
+		b.result.Task = admitted
+		// The identifier is known once the INSERT has run (with the COMMIT
+		// on PostgreSQL).
+		return tx.InsertNumberedTask(ctx, admitted, func(id string) { b.result.Task.Identifier = id })
 	}
 	return b, nil
 }
