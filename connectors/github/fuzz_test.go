@@ -26,7 +26,10 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzDecodeEvent: decodeEvent accepts exactly the bodies go-github's
-// ParseWebHook accepts, and gives the same event for them.
+// ParseWebHook accepts, and gives the same event for them. The trimmed
+// issuesEvent Parse decodes accepts every body IssuesEvent accepts, with
+// the same action, issue and repository name (it also accepts bodies whose
+// members it does not read have the wrong types).
 func FuzzDecodeEvent(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -46,6 +49,19 @@ func FuzzDecodeEvent(f *testing.F) {
 			case err == nil && !reflect.DeepEqual(got, want):
 				t.Fatalf("%s: decodeEvent = %+v, ParseWebHook = %+v", tc.event, got, want)
 			}
+		}
+		want, err := gh.ParseWebHook("issues", body)
+		if err != nil {
+			return
+		}
+		full := want.(*gh.IssuesEvent)
+		var trimmed issuesEvent
+		if err := decodeEvent(body, &trimmed); err != nil {
+			t.Fatalf("issuesEvent refused a body IssuesEvent accepts: %v", err)
+		}
+		if !reflect.DeepEqual(trimmed.Action, full.Action) || !reflect.DeepEqual(trimmed.Issue, full.Issue) ||
+			trimmed.Repo.fullName() != full.GetRepo().GetFullName() {
+			t.Fatalf("issuesEvent = %+v, IssuesEvent = %+v", trimmed, full)
 		}
 	})
 }

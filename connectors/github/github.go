@@ -225,13 +225,40 @@ func eventName(name, action string) string {
 	return name + "." + action
 }
 
+// issuesEvent is go-github's IssuesEvent with only the members Parse reads.
+// The repository object is about a third of an issues payload (some ninety
+// members, most of them URLs) and Parse reads only its full_name: decoding
+// just that makes a parse a quarter faster, with half the allocations
+// (BenchmarkDecodeIssuesEvent).
+type issuesEvent struct {
+	Action *string         `json:"action,omitempty"`
+	Issue  *gh.Issue       `json:"issue,omitempty"`
+	Repo   *repositoryName `json:"repository,omitempty"`
+}
+
+// repositoryName is the one member of a payload's repository that Parse
+// reads.
+type repositoryName struct {
+	FullName *string `json:"full_name,omitempty"`
+}
+
+func (r *repositoryName) fullName() string {
+	if r == nil || r.FullName == nil {
+		return ""
+	}
+	return *r.FullName
+}
+
 func parseIssues(host string, body []byte) (connectors.Event, error) {
 	const name = "issues"
-	ev := new(gh.IssuesEvent)
+	ev := new(issuesEvent)
 	if err := decodeEvent(body, ev); err != nil {
 		return connectors.Event{}, malformed(name, "%v", err)
 	}
-	action := ev.GetAction()
+	action := ""
+	if ev.Action != nil {
+		action = *ev.Action
+	}
 	base := connectors.Event{
 		Provider:  connectors.ProviderGitHub,
 		EventName: eventName(name, action),
@@ -242,7 +269,7 @@ func parseIssues(host string, body []byte) (connectors.Event, error) {
 		return connectors.Event{}, malformed(base.EventName, "no issue")
 	}
 	mapped, known := issueActions[action]
-	repo := repoName(ev.GetRepo(), issue)
+	repo := repoName(ev.Repo.fullName(), issue)
 	if !known || issue.IsPullRequest() {
 		// Recorded and ignored; describe the entity when the payload allows
 		// it, for the delivery's outcome.
@@ -272,7 +299,7 @@ func parseIssues(host string, body []byte) (connectors.Event, error) {
 			return connectors.Event{}, malformed(base.EventName, "no changes.new_issue")
 		}
 		newIssue := ch.Changes.NewIssue
-		newRepo := repoName(ch.Changes.NewRepository, newIssue)
+		newRepo := repoName(ch.Changes.NewRepository.GetFullName(), newIssue)
 		if err := checkIssue(newIssue, newRepo); err != nil {
 			return connectors.Event{}, malformed(base.EventName, "changes.new_issue: %v", err)
 		}
@@ -319,9 +346,9 @@ func checkIssue(issue *gh.Issue, repo string) error {
 
 // repoName is the repository's "owner/repo", or, when the payload has no
 // repository object, the one named by the issue's API repository_url.
-func repoName(repo *gh.Repository, issue *gh.Issue) string {
-	if n := repo.GetFullName(); validRepo(n) {
-		return n
+func repoName(fullName string, issue *gh.Issue) string {
+	if validRepo(fullName) {
+		return fullName
 	}
 	if issue == nil {
 		return ""
