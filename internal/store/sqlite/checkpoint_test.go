@@ -33,9 +33,6 @@ func TestWALRestartsUnderSteadyCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := make([]byte, rowBytes)
-	for i := range body {
-		body[i] = byte(i * 7) // not all zero: SQLite stores it as is
-	}
 	for n := 0; n*rowBytes < written; n++ {
 		if _, err := d.Exec(ctx, `INSERT INTO filler (body) VALUES ($1)`, body); err != nil {
 			t.Fatalf("insert %d: %v", n, err)
