@@ -198,13 +198,13 @@ var pullRequestActions = map[string]connectors.Action{
 }
 
 // transferChanges is the part of an issues payload's "changes" that go-github
-// v62's EditChange does not model: the other side of a transfer.
+// v62's EditChange does not model: the other side of a transfer. Of the
+// repositories Parse reads only the new one's name (repositoryName).
 type transferChanges struct {
 	Changes *struct {
-		NewIssue      *gh.Issue      `json:"new_issue"`
-		NewRepository *gh.Repository `json:"new_repository"`
-		OldIssue      *gh.Issue      `json:"old_issue"`
-		OldRepository *gh.Repository `json:"old_repository"`
+		NewIssue      *gh.Issue       `json:"new_issue"`
+		NewRepository *repositoryName `json:"new_repository"`
+		OldIssue      *gh.Issue       `json:"old_issue"`
 	} `json:"changes"`
 }
 
@@ -237,7 +237,7 @@ type issuesEvent struct {
 }
 
 // repositoryName is the one member of a payload's repository that Parse
-// reads.
+// reads (in issuesEvent and transferChanges).
 type repositoryName struct {
 	FullName *string `json:"full_name,omitempty"`
 }
@@ -299,7 +299,7 @@ func parseIssues(host string, body []byte) (connectors.Event, error) {
 			return connectors.Event{}, malformed(base.EventName, "no changes.new_issue")
 		}
 		newIssue := ch.Changes.NewIssue
-		newRepo := repoName(ch.Changes.NewRepository.GetFullName(), newIssue)
+		newRepo := repoName(ch.Changes.NewRepository.fullName(), newIssue)
 		if err := checkIssue(newIssue, newRepo); err != nil {
 			return connectors.Event{}, malformed(base.EventName, "changes.new_issue: %v", err)
 		}

@@ -510,6 +510,7 @@ const checkpointEvery = 250 * time.Millisecond
 // second: each catch-up holds the writer for two fsyncs.
 const walRestartFrames = 4096
 
+// checkpointing is how checkpointLoop runs: Open's constants, or a test's.
 type checkpointing struct {
 	every         time.Duration
 	restartFrames int

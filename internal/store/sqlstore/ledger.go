@@ -122,10 +122,11 @@ const readCreationSQL = `SELECT ` + operationColumns + `,
 // readCreation is lockCreation where statements are not pipelined: on
 // SQLite every statement costs the one writer its own run through the
 // driver, and a write transaction already excludes every other writer, so
-// there are no row locks to take in order. It reads the operation with whether its task and any step exist,
-// then the task's columns only when asked for and present, and the steps
-// only when there are some: one statement for phase A of a creation that
-// plans no step, two for phase B, instead of three each.
+// there are no row locks to take in order. It reads the operation with
+// whether its task and any step exist, then the task's columns only when
+// asked for and present, and the steps only when there are some: one
+// statement for phase A of a creation that plans no step, two for phase B,
+// instead of three each.
 func (q queries) readCreation(ctx context.Context, id string, task **store.Task) (store.Operation, []store.CreationStep, bool, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()

@@ -171,10 +171,10 @@ func (s *Store) joinGroup(m *groupMember) error {
 // returns first's result.
 //
 // A group of one runs first alone (its own transaction, or a chain's own
-// transactions). When any fn of a larger group
-// fails (or panics) the transaction rolls back and every member runs alone,
-// in its own goroutine, where its own failure (or panic) reaches only its
-// own caller. A failed COMMIT is reported to every member as it is: whether
+// transactions). When any fn of a larger group fails (or panics) the
+// transaction rolls back and every member runs alone, in its own
+// goroutine, where its own failure (or panic) reaches only its own
+// caller. A failed COMMIT is reported to every member as it is: whether
 // it took effect is unknown, as for any transaction, so nothing runs again.
 func (s *Store) leadGroup(first *groupMember) groupResult {
 	c := s.shared
