@@ -246,11 +246,7 @@ func (d *Driver) beginWrite(ctx context.Context) error {
 	if level == d.wsync { // guarded by the writer
 		return nil
 	}
-	st, err := d.writerStmt(ctx, `PRAGMA synchronous = `+level)
-	if err == nil {
-		_, err = st.ExecContext(ctx)
-	}
-	if err != nil {
+	if _, err := d.execWriter(ctx, `PRAGMA synchronous = `+level); err != nil {
 		d.wsync = ""
 		d.releaseWriter()
 		return err
@@ -267,7 +263,31 @@ func (d *Driver) Exec(ctx context.Context, q string, args ...any) (int64, error)
 	return d.execWriter(ctx, q, args...)
 }
 
+// uninterrupted returns the context a writer statement runs under: ctx
+// without its cancellation, which is checked here instead, before each
+// statement. With a context that can end, modernc.org/sqlite starts a
+// goroutine per statement to interrupt it, and database/sql one per result
+// set to close it; on the writer that was a tenth of processing's CPU
+// (docs/benchmarks.md, "Writer statements without a watcher each"). A
+// deadline still ends a transaction on the writer at its next statement or
+// its COMMIT, a moment late rather than mid-statement: no writer statement
+// waits for a lock (the writer is the database's only one; WAL readers and
+// PASSIVE checkpoints never block it), and each is bounded by design, by
+// key or in batches (retention's deletes, bulk replay's pages). Readers
+// keep their interruption: an operator's filter over a large inbox may
+// need it.
+func uninterrupted(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
 func (d *Driver) execWriter(ctx context.Context, q string, args ...any) (int64, error) {
+	ctx, err := uninterrupted(ctx)
+	if err != nil {
+		return 0, err
+	}
 	st, err := d.writerStmt(ctx, q)
 	if err != nil {
 		return 0, err
@@ -284,6 +304,10 @@ func (d *Driver) execWriter(ctx context.Context, q string, args ...any) (int64, 
 }
 
 func (d *Driver) queryWriter(ctx context.Context, q string, args ...any) (*rows, error) {
+	ctx, err := uninterrupted(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return queryStmt(ctx, d.writerStmt, q, args)
 }
 
