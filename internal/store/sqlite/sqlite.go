@@ -270,12 +270,13 @@ func (d *Driver) Exec(ctx context.Context, q string, args ...any) (int64, error)
 // set to close it; on the writer that was a tenth of processing's CPU
 // (docs/benchmarks.md, "Writer statements without a watcher each"). A
 // deadline still ends a transaction on the writer at its next statement or
-// its COMMIT, a moment late rather than mid-statement: no writer statement
-// waits for a lock (the writer is the database's only one; WAL readers and
-// PASSIVE checkpoints never block it), and each is bounded by design, by
-// key or in batches (retention's deletes, bulk replay's pages). Readers
-// keep their interruption: an operator's filter over a large inbox may
-// need it.
+// its COMMIT, a moment late rather than mid-statement. Writer statements
+// do not wait for this process (the writer is its only one; WAL readers
+// and PASSIVE checkpoints never block it); another process writing the
+// same file can make BEGIN IMMEDIATE wait, for at most the busy timeout.
+// And each statement is bounded by design, by key or in batches
+// (retention's deletes, bulk replay's pages). Readers keep their
+// interruption: an operator's filter over a large inbox may need it.
 func uninterrupted(ctx context.Context) (context.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
