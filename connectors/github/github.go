@@ -236,6 +236,15 @@ type issuesEvent struct {
 	Repo   *repositoryName `json:"repository,omitempty"`
 }
 
+// GetAction is the action, or "" when there is none, as go-github's
+// getters give it.
+func (e *issuesEvent) GetAction() string {
+	if e == nil || e.Action == nil {
+		return ""
+	}
+	return *e.Action
+}
+
 // repositoryName is the one member of a payload's repository that Parse
 // reads (in issuesEvent and transferChanges).
 type repositoryName struct {
@@ -255,10 +264,7 @@ func parseIssues(host string, body []byte) (connectors.Event, error) {
 	if err := decodeEvent(body, ev); err != nil {
 		return connectors.Event{}, malformed(name, "%v", err)
 	}
-	action := ""
-	if ev.Action != nil {
-		action = *ev.Action
-	}
+	action := ev.GetAction()
 	base := connectors.Event{
 		Provider:  connectors.ProviderGitHub,
 		EventName: eventName(name, action),

@@ -577,6 +577,9 @@ type walCheckpoint struct {
 	copied int // of them, in the database
 }
 
+// checkpoint runs one PASSIVE checkpoint and, when it copied every frame of
+// a WAL of restartFrames or more, catches up under the writer (see
+// checkpointLoop).
 func (d *Driver) checkpoint(ctx context.Context, restartFrames int) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
