@@ -116,11 +116,22 @@ type Coordinator struct {
 	Metrics *metrics.Metrics
 	// workspaces are the snapshots creations plan against.
 	workspaces workspaces
+	// atOnce: a creation that plans no step is written in one transaction
+	// (createAtOnce), where the store runs writes one at a time.
+	atOnce bool
+}
+
+// serialWriter is implemented by stores whose writes run one at a time
+// (SQLite's one writer).
+type serialWriter interface {
+	SerializesWrites() bool
 }
 
 // New returns a coordinator.
 func New(st store.Store, logger *slog.Logger, now func() time.Time) *Coordinator {
-	return &Coordinator{st: st, logger: logger, now: func() time.Time { return now().UTC() }, leaseTTL: 30 * time.Second}
+	sw, ok := st.(serialWriter)
+	return &Coordinator{st: st, logger: logger, now: func() time.Time { return now().UTC() }, leaseTTL: 30 * time.Second,
+		atOnce: ok && sw.SerializesWrites()}
 }
 
 func (c *Coordinator) failpoint(name string) error {
@@ -163,6 +174,9 @@ func (c *Coordinator) lookup(ctx context.Context, workspaceID, ext string) (stor
 // rollback against the existing task.
 func (c *Coordinator) Create(ctx context.Context, req CreateRequest) (Result, error) {
 	if len(req.Contributions) == 0 && c.Failpoint == nil {
+		if c.atOnce {
+			return c.createAtOnce(ctx, req)
+		}
 		return c.createWithoutSteps(ctx, req)
 	}
 	begun, err := c.BeginTaskCreation(ctx, req)
@@ -210,7 +224,10 @@ func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) 
 	}
 	b, err := c.prepareBegin(ctx, req, ext, workspace)
 	if err == nil {
-		if err = c.st.InTx(unacknowledged(ctx), b.write); err == nil {
+		// Warm the memo that Complete's verification (under the lock)
+		// reads.
+		rememberCanonicalPlan(b.op.PlanJSON, b.plan)
+		if err = c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error { return b.write(ctx, tx) }); err == nil {
 			return b.result, nil
 		}
 		err = fmt.Errorf("begin task creation: %w", err)
@@ -234,13 +251,45 @@ func (c *Coordinator) createWithoutSteps(ctx context.Context, req CreateRequest)
 		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, err)
 		return r.result(), err
 	}
+	rememberCanonicalPlan(b.op.PlanJSON, b.plan)
 	cm := &completion{c: c, opID: b.result.Handle.OperationID, f: fence{h: b.result.Handle}}
-	committed, err := c.st.InTxChain(ctx, append([]store.TxStep{{DeferredSync: true, Fn: b.write}}, cm.steps(ctx)...)...)
+	begin := store.TxStep{DeferredSync: true, Fn: func(tx store.Queries) error { return b.write(ctx, tx) }}
+	committed, err := c.st.InTxChain(ctx, append([]store.TxStep{begin}, cm.steps(ctx)...)...)
 	if committed == 0 {
 		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, fmt.Errorf("begin task creation: %w", err))
 		return r.result(), err
 	}
 	return cm.finish(ctx, committed-1, err)
+}
+
+// createAtOnce is createWithoutSteps where the store runs writes one at a
+// time: Begin and both phases of Complete are one transaction
+// (beginning.writeCompleted), which writes the operation, the task and
+// task.created as the three commits would leave them. With no step there
+// is nothing between Begin and Complete to recover, and the one commit is
+// a schedule the three allow: nothing runs between them, and a crash leaves
+// none of them (as a crash before Begin's commit would) or all (as one
+// after phase B's). On one writer no transaction waits for another's row,
+// so this is the same work with fewer statements, and commits. Where rows
+// are locked (PostgreSQL) the chain is kept: in one transaction the
+// workspace row, whose sequence numbers the task, would stay locked while
+// the create waits for the outbox lock, and every create in the workspace
+// would queue behind both (docs/benchmarks.md, "One transaction per
+// create").
+func (c *Coordinator) createAtOnce(ctx context.Context, req CreateRequest) (Result, error) {
+	ext, found, workspace, err := c.lookupFirst(ctx, req)
+	if err != nil || found.Outcome != 0 {
+		return found.result(), err
+	}
+	b, err := c.prepareBegin(ctx, req, ext, workspace)
+	if err == nil {
+		if err = c.st.InTx(ctx, func(tx store.Queries) error { return b.writeCompleted(ctx, tx) }); err == nil {
+			return Result{Task: b.result.Task, Outcome: Created}, nil
+		}
+		err = fmt.Errorf("create task: %w", err)
+	}
+	r, err := c.beginFailed(ctx, req.WorkspaceID, ext, err)
+	return r.result(), err
 }
 
 // result is what Create answers for a Begin that found the task (or failed).
@@ -289,11 +338,77 @@ func (c *Coordinator) beginFailed(ctx context.Context, workspaceID, ext string, 
 	return BeginResult{}, err
 }
 
-// beginning is a Begin made ready before its transaction: write is the
-// transaction, result what Begin returns once it has committed.
+// beginning is a Begin made ready before its transaction: the rows it
+// writes (the task before its admission) and what Begin returns once it
+// has committed.
 type beginning struct {
-	write  func(tx store.Queries) error
+	ws     store.Workspace
+	op     store.Operation
+	steps  []store.CreationStep
+	task   store.Task
+	plan   CreationPlan
 	result BeginResult
+}
+
+// write is Begin's transaction.
+func (b *beginning) write(ctx context.Context, tx store.Queries) error {
+	// The operation and its steps first: they lock nothing that other
+	// creates wait for. Then the task domain's admission (the WIP limit of
+	// its step, under the workspace row: see taskrules.Admit), then the
+	// identifier from the workspace sequence, whose row every create in
+	// the workspace waits for until this transaction ends. On PostgreSQL
+	// the sequence UPDATE and the inserts travel with the COMMIT, so
+	// concurrent creates in a workspace hold its row only while the server
+	// runs the task's INSERT and the COMMIT, not for a round trip; a unique
+	// violation on the external ID rolls the number back with the rest.
+	if err := tx.InsertOperation(ctx, b.op); err != nil {
+		return err
+	}
+	for _, s := range b.steps {
+		if err := tx.InsertCreationStep(ctx, s); err != nil {
+			return err
+		}
+	}
+	admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: b.ws, Task: b.task})
+	if err != nil {
+		return err
+	}
+	b.result.Task = admitted
+	// The identifier is known once the INSERT has run (with the COMMIT on
+	// PostgreSQL).
+	return tx.InsertNumberedTask(ctx, admitted, func(id string) { b.result.Task.Identifier = id })
+}
+
+// writeCompleted is Begin, phase A and phase B of a creation that plans no
+// step as one transaction. It writes each row once, as phase B leaves it:
+// the task complete at revision 1 and settled (its external ID is the
+// creation's, which nothing in between could have released), the
+// task.created event, and the operation completed with outcome Created
+// pointing at that event. What the phases would verify under their locks
+// (the handle, the stored plan's hashes, the task row still there) is what
+// this transaction has just built and written itself. Admission and the
+// task sequence are Begin's, in Begin's order; the operation comes last,
+// after the outbox lock, because its event_id is the event's: a new row,
+// which no other transaction waits for, so the lock order holds.
+func (b *beginning) writeCompleted(ctx context.Context, tx store.Queries) error {
+	now := b.op.CreatedAt
+	task := b.task
+	task.CreationState, task.Revision = store.CreationComplete, 1
+	if task.ExternalID != "" {
+		task.ExternalIDSettledAt = &now
+	}
+	admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: b.ws, Task: task})
+	if err != nil {
+		return err
+	}
+	b.result.Task = admitted
+	if err := tx.InsertNumberedTask(ctx, admitted, func(id string) { b.result.Task.Identifier = id }); err != nil {
+		return err
+	}
+	op := b.op
+	op.State, op.Outcome, op.LeaseOwner, op.LeaseExpiresAt = store.OpCompleted, Created.String(), "", nil
+	before, after := taskrules.CreatedEventPayload(admitted)
+	return tx.InsertCompletedOperation(ctx, op, store.CreatedEvent{PayloadBefore: before, PayloadAfter: after, CreatedAt: now})
 }
 
 func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext string, workspace func() (store.Workspace, error)) (*beginning, error) {
@@ -307,7 +422,9 @@ func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext s
 			return nil, err
 		}
 	}
-	now := c.now()
+	// Both stores keep microseconds: a creation written at once answers
+	// with its rows as written, which then read back the same.
+	now := c.now().Truncate(time.Microsecond)
 	token := make([]byte, 32)
 	if _, err := rand.Read(token); err != nil {
 		return nil, fmt.Errorf("completion token: %w", err)
@@ -351,45 +468,14 @@ func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext s
 	if err != nil {
 		return nil, fmt.Errorf("creation plan: %w", err)
 	}
-	// Warm the memo that Complete's verification (under the lock) reads.
-	rememberCanonicalPlan(string(planJSON), plan)
 	lease := now.Add(c.leaseTTL)
 	op := store.Operation{ID: opID, WorkspaceID: ws.ID, TaskID: taskID, State: store.OpPreparing,
 		PlanJSON: string(planJSON), ManifestSHA256: ManifestHash(planJSON), ActorJSON: string(actorJSON),
 		ActorBindingSHA256: ActorBindingHash(actorJSON), CompletionTokenSHA256: tokenHash, ExternalID: ext,
 		LeaseOwner: "caller", LeaseExpiresAt: &lease, CreatedAt: now, UpdatedAt: now}
-	b := &beginning{result: BeginResult{Outcome: Created, Handle: &CreationHandle{OperationID: opID, TaskID: taskID,
-		WorkspaceID: ws.ID, CompletionToken: token, ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256,
-		plannedSteps: len(steps)}}}
-	b.write = func(tx store.Queries) error {
-		// The operation and its steps first: they lock nothing that other
-		// creates wait for. Then the task domain's admission (the WIP
-		// limit of its step, under the workspace row: see
-		// taskrules.Admit), then the identifier from the workspace
-		// sequence, whose row every create in the workspace waits for
-		// until this transaction ends. On PostgreSQL the sequence UPDATE
-		// and the inserts travel with the COMMIT, so concurrent creates in
-		// a workspace hold its row only while the server runs the task's
-		// INSERT and the COMMIT, not for a round trip; a unique violation
-		// on the external ID rolls the number back with the rest.
-		if err := tx.InsertOperation(ctx, op); err != nil {
-			return err
-		}
-		for _, s := range steps {
-			if err := tx.InsertCreationStep(ctx, s); err != nil {
-				return err
-			}
-		}
-		admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, Task: task})
-		if err != nil {
-			return err
-		}
-		b.result.Task = admitted
-		// The identifier is known once the INSERT has run (with the COMMIT
-		// on PostgreSQL).
-		return tx.InsertNumberedTask(ctx, admitted, func(id string) { b.result.Task.Identifier = id })
-	}
-	return b, nil
+	return &beginning{ws: ws, op: op, steps: steps, task: task, plan: plan, result: BeginResult{Outcome: Created,
+		Handle: &CreationHandle{OperationID: opID, TaskID: taskID, WorkspaceID: ws.ID, CompletionToken: token,
+			ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256, plannedSteps: len(steps)}}}, nil
 }
 
 func validateContribution(r RemoteContributionRequest) error {

@@ -349,6 +349,15 @@ type LedgerQueries interface {
 	// travels with the COMMIT and the outbox lock is held only while the
 	// server runs it.
 	FinishCreation(ctx context.Context, operationID, outcome string, created TaskEvent) error
+	// InsertCompletedOperation is the last write of a creation written at
+	// once (a creation that plans no step: Begin and both phases of
+	// Complete in one transaction, whose task InsertNumberedTask has just
+	// inserted complete): it appends created for op's task under the
+	// outbox lock, its payload completed with the identifier the task row
+	// holds, and inserts op (completed) pointing at that event. Nothing in it waits
+	// for an answer, so on PostgreSQL it travels with the COMMIT, as the
+	// task's INSERT and its identifier do.
+	InsertCompletedOperation(ctx context.Context, op Operation, created CreatedEvent) error
 	// ListOpenOperations returns operations in preparing, preparing-release
 	// or completing that were last touched before staleBefore and whose lease
 	// (if any) expired before now.
@@ -377,6 +386,17 @@ type TaskEvent struct {
 	Type        string
 	Payload     string
 	CreatedAt   time.Time
+}
+
+// CreatedEvent is the task.created event (revision 1) of a creation
+// written at once (LedgerQueries.InsertCompletedOperation), of the
+// operation's task in its workspace. The task's identifier is assigned by
+// the database in that same transaction, so the payload is given around it:
+// the event's payload is PayloadBefore, the identifier, then PayloadAfter.
+type CreatedEvent struct {
+	PayloadBefore string
+	PayloadAfter  string
+	CreatedAt     time.Time
 }
 
 // EventQueries appends to and reads the task_events outbox.

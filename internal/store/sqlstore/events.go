@@ -46,6 +46,34 @@ func (q queries) FinishCreation(ctx context.Context, operationID, outcome string
 	})
 }
 
+// InsertCompletedOperation assembles the event's payload in SQL from the
+// identifier of the task row the transaction has just inserted, so neither
+// it nor the operation (whose event_id is read the way FinishCreation reads
+// it) waits for the INSERT's answer: on PostgreSQL the workspace row the
+// task's number came from is held only while the server runs them and the
+// COMMIT. Without that task in that workspace the payload is NULL, which
+// the database refuses (ErrConstraint): the transaction fails in the
+// database itself, before a COMMIT travelling in the same pipeline.
+func (q queries) InsertCompletedOperation(ctx context.Context, op store.Operation, e store.CreatedEvent) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	return q.write(ctx, func(q queries) error {
+		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
+			return q.wrap("lock outbox", err)
+		}
+		if err := q.execLater(ctx, "append task event", nil,
+			`INSERT INTO task_events (workspace_id, task_id, revision, type, payload, created_at)
+			VALUES ($1, $2, 1, $3, $4 || (SELECT identifier FROM tasks WHERE id = $2 AND workspace_id = $1) || $5, $6)`,
+			op.WorkspaceID, op.TaskID, store.EventTaskCreated, e.PayloadBefore, e.PayloadAfter, e.CreatedAt); err != nil {
+			return err
+		}
+		row := operationRow(op)
+		row[12] = op.TaskID // $13: its event is the task's first revision
+		return q.execLater(ctx, "insert creation operation", nil,
+			insertOperation(`(SELECT id FROM task_events WHERE task_id = $13 AND revision = 1)`), row...)
+	})
+}
+
 const eventColumns = `id, workspace_id, task_id, revision, type, payload, created_at`
 
 func (q queries) ReadTaskEvents(ctx context.Context, afterID int64, limit int) ([]store.TaskEvent, error) {

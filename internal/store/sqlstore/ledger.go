@@ -26,12 +26,22 @@ func scanOperation(r Row) (store.Operation, error) {
 }
 
 func (q queries) InsertOperation(ctx context.Context, op store.Operation) error {
-	return q.execLater(ctx, "insert creation operation", nil, `INSERT INTO task_creation_operations (`+operationColumns+`) VALUES
-		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
-		op.ID, op.WorkspaceID, op.TaskID, op.State, op.PlanJSON, op.ManifestSHA256, op.ActorJSON,
+	return q.execLater(ctx, "insert creation operation", nil, insertOperation(`$13`), operationRow(op)...)
+}
+
+// insertOperation is the operation's INSERT with eventID as the value of
+// event_id ($13 is the operation's own, which operationRow gives).
+func insertOperation(eventID string) string {
+	return `INSERT INTO task_creation_operations (` + operationColumns + `) VALUES
+		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, ` + eventID + `, $14, $15, $16, $17, $18, $19, $20)`
+}
+
+// operationRow is op's values in operationColumns order.
+func operationRow(op store.Operation) []any {
+	return []any{op.ID, op.WorkspaceID, op.TaskID, op.State, op.PlanJSON, op.ManifestSHA256, op.ActorJSON,
 		op.ActorBindingSHA256, op.CompletionTokenSHA256, nullString(op.ExternalID), op.ReleaseApplied,
 		nullString(op.Outcome), nullInt(op.EventID), nullString(op.RecoveryAction), op.Generation,
-		nullString(op.LeaseOwner), op.LeaseExpiresAt, nullString(op.Error), op.CreatedAt, op.UpdatedAt)
+		nullString(op.LeaseOwner), op.LeaseExpiresAt, nullString(op.Error), op.CreatedAt, op.UpdatedAt}
 }
 
 func nullInt(n int64) any {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,6 +18,79 @@ var ledgerTests = []contractTest{
 	{name: "operations and steps are updated and read back", fn: testOperationUpdates},
 	{name: "open operations are listed once stale and unleased", fn: testListOpenOperations},
 	{name: "finishing a creation appends its event and completes the operation", fn: testFinishCreation},
+	{name: "a creation written at once names its task's identifier in its event", fn: testInsertCompletedOperation},
+}
+
+// testInsertCompletedOperation: after InsertNumberedTask, in the same
+// transaction, InsertCompletedOperation appends task.created with the
+// identifier the row was given between the payload's two parts, and inserts
+// the operation completed pointing at it; without the task in the
+// operation's workspace the database refuses the event (ErrConstraint,
+// even where the write travels with the COMMIT) and writes neither.
+func testInsertCompletedOperation(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	SeedWorkspace(t, s, "other")
+	at := epoch.Add(time.Minute)
+	created := store.CreatedEvent{PayloadBefore: `{"identifier":"`, PayloadAfter: `","n":1}`, CreatedAt: at}
+	for _, n := range []int{1, 2} {
+		task := newTask("ws", "ext-"+strconv.Itoa(n), 0)
+		task.Revision = 1
+		op := newOperation("ws", task.ID, at)
+		op.State, op.Outcome, op.ExternalID = store.OpCompleted, "created", task.ExternalID
+		var identifier string
+		must(t, s.InTx(ctx, func(tx store.Queries) error {
+			if err := tx.InsertNumberedTask(ctx, task, func(id string) { identifier = id }); err != nil {
+				return err
+			}
+			return tx.InsertCompletedOperation(ctx, op, created)
+		}))
+		if want := "WS-" + strconv.Itoa(n); identifier != want {
+			t.Fatalf("identifier %q, want %q", identifier, want)
+		}
+		events, err := s.ReadTaskEvents(ctx, 0, 10)
+		must(t, err)
+		if len(events) != n {
+			t.Fatalf("%d events, want %d", len(events), n)
+		}
+		e := events[n-1]
+		if want := `{"identifier":"` + identifier + `","n":1}`; e.Payload != want || e.TaskID != task.ID ||
+			e.WorkspaceID != "ws" || e.Revision != 1 || e.Type != store.EventTaskCreated || !e.CreatedAt.Equal(at) {
+			t.Errorf("event = %+v, want task.created of %s revision 1 with payload %s", e, task.ID, want)
+		}
+		got, err := s.GetOperation(ctx, op.ID)
+		must(t, err)
+		op.EventID = e.ID
+		if got.State != store.OpCompleted || got.Outcome != "created" || got.EventID != e.ID || got.TaskID != task.ID ||
+			got.ExternalID != op.ExternalID || got.PlanJSON != op.PlanJSON || got.LeaseOwner != "" || !got.UpdatedAt.Equal(at) {
+			t.Errorf("operation = %+v, want %+v", got, op)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		task func() store.Task
+	}{
+		{"no such task", func() store.Task { return newTask("ws", "ext-missing", 0) }},
+		{"the task in another workspace", func() store.Task {
+			task := newTask("other", "ext-other", 0)
+			must(t, s.InsertTask(ctx, task))
+			return task
+		}},
+	} {
+		task := tc.task()
+		op := newOperation("ws", task.ID, at)
+		op.State = store.OpCompleted
+		err := s.InTx(ctx, func(tx store.Queries) error { return tx.InsertCompletedOperation(ctx, op, created) })
+		if !errors.Is(err, store.ErrConstraint) {
+			t.Errorf("%s: err = %v, want ErrConstraint", tc.name, err)
+		}
+		if _, err := s.GetOperation(ctx, op.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the operation was written (%v)", tc.name, err)
+		}
+	}
+	if events, err := s.ReadTaskEvents(ctx, 0, 10); err != nil || len(events) != 2 {
+		t.Errorf("%d events (%v) after the failed writes, want 2", len(events), err)
+	}
 }
 
 // testFinishCreation: FinishCreation appends the task.created event and

@@ -9,6 +9,7 @@ package taskrules
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
@@ -113,6 +114,19 @@ func EventPayload(t store.Task) string {
 	}
 	b, _ := json.Marshal(p)
 	return string(b)
+}
+
+// CreatedEventPayload is EventPayload of t around its identifier, which
+// the database assigns when the task is created at once
+// (store.CreatedEvent): before + t's identifier + after is EventPayload(t).
+// The identifier (PREFIX-N, the prefix upper-case letters and digits) needs
+// no escaping in JSON, and the first `"identifier":"` of the payload is its
+// key: keys are in sorted order, and any quote inside a value is escaped.
+func CreatedEventPayload(t store.Task) (before, after string) {
+	t.Identifier = ""
+	const key = `"identifier":"`
+	before, after, _ = strings.Cut(EventPayload(t), key+`"`)
+	return before + key, `"` + after
 }
 
 // eventPayload's fields are in the order of their JSON names.

@@ -37,3 +37,36 @@ func TestEventPayload(t *testing.T) {
 		})
 	}
 }
+
+// TestCreatedEventPayload: the payload around the identifier, with any
+// identifier put between, is EventPayload of the task holding it, however
+// its other fields read (an external ID or title that spells the
+// identifier's key among them).
+func TestCreatedEventPayload(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		task store.Task
+	}{
+		{"bare", store.Task{ID: "t1", WorkspaceID: "default", Title: "Fix it", Revision: 1}},
+		{"every field", store.Task{ID: "t2", WorkspaceID: "w", Title: `a <b> & "c"`, Revision: 1,
+			ExternalID: "github:github.com:issue:1", OwnerConnection: "github",
+			Source: &store.Source{Provider: "github", Kind: "issue", Ref: "o/r#1", URL: "https://github.com/o/r/issues/1"}}},
+		{"the key in an external ID", store.Task{ID: "t3", WorkspaceID: "w", Revision: 1,
+			ExternalID: `x"identifier":"y`}},
+		{"the key with an empty value in a title", store.Task{ID: "t4", WorkspaceID: "w", Revision: 1,
+			ExternalID: `"identifier":""`, Title: `"identifier":""`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			before, after := taskrules.CreatedEventPayload(tt.task)
+			for _, identifier := range []string{"TASK-1", "W-12345", "A1B2-9"} {
+				tt.task.Identifier = identifier
+				if got, want := before+identifier+after, taskrules.EventPayload(tt.task); got != want {
+					t.Errorf("around %s =\n%s\nwant\n%s", identifier, got, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,152 @@
+package idempotency
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/tasks/taskrules"
+)
+
+// TestCreateWithoutStepsAtOnce: where the store runs writes one at a time
+// (SQLite), a creation that plans no step is one write transaction that
+// leaves exactly the rows Begin, phase A and phase B leave when they commit
+// apart (a coordinator with a failpoint that never fires takes that path),
+// and answers with its task as stored. On PostgreSQL it is their chain of
+// three, with the same rows.
+func TestCreateWithoutStepsAtOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		req  func(ext string) CreateRequest
+	}{
+		{"an external ID", func(ext string) CreateRequest { return createRequest(ext) }},
+		{"no external ID", func(string) CreateRequest { return createRequest("") }},
+		{"a WIP-limited step, labels and a source", func(ext string) CreateRequest {
+			r := createRequest(ext)
+			r.WorkflowStepID, r.Labels, r.Description = "doing", []string{"bug", "ui"}, "a <b> & \"c\""
+			r.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "acme/app#1", URL: "https://github.com/acme/app/issues/1"}
+			r.OwnerConnection = "gh-main"
+			return r
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+				ctx := context.Background()
+				apart := New(st, discardLogger(), storeClock())
+				apart.Failpoint = func(string) error { return nil }
+				phased, err := apart.Create(ctx, tc.req("ext-apart"))
+				if err != nil || phased.Outcome != Created {
+					t.Fatalf("Create apart = %v, %v; want Created", phased.Outcome, err)
+				}
+				phasedTask, err := st.GetTask(ctx, phased.Task.ID)
+				if err != nil {
+					t.Fatalf("get task: %v", err)
+				}
+				if tc.req("").WorkflowStepID == "doing" {
+					// Make room in the WIP-limited step for the second task.
+					rawExec(t, st, `UPDATE tasks SET workflow_step_id = 'backlog' WHERE id = $1`, phased.Task.ID)
+				}
+				counted := &countingStore{Store: st}
+				c := New(counted, discardLogger(), storeClock())
+				res, err := c.Create(ctx, tc.req("ext-once"))
+				if err != nil || res.Outcome != Created {
+					t.Fatalf("Create = %v, %v; want Created", res.Outcome, err)
+				}
+				want := int64(3)
+				if st.SerializesWrites() {
+					want = 1
+				}
+				if n := counted.txs.Load(); n != want {
+					t.Errorf("Create opened %d write transactions, want %d", n, want)
+				}
+				wantExt := ""
+				if tc.req("x").ExternalID != "" {
+					wantExt = "ext-once"
+				}
+				op := onlyOperationOfTask(t, st, res.Task.ID)
+				stored := assertOperationCompleted(t, st, op.ID, wantExt, 0, Created)
+				if !reflect.DeepEqual(inUTC(res.Task), inUTC(stored)) {
+					t.Errorf("Create answered\n%+v\nbut stored\n%+v", res.Task, stored)
+				}
+				event := eventsOfTask(t, st, stored.ID)[0]
+				if want := taskrules.EventPayload(stored); event.Payload != want {
+					t.Errorf("task.created payload %s, want %s", event.Payload, want)
+				}
+
+				// Against the phases' rows: the same but for what names the
+				// task and the operation.
+				phasedOp := onlyOperationOfTask(t, st, phased.Task.ID)
+				phasedEvent := eventsOfTask(t, st, phasedTask.ID)[0]
+				if got, want := sameTask(inUTC(stored)), sameTask(inUTC(phasedTask)); !reflect.DeepEqual(got, want) {
+					t.Errorf("task written at once\n%+v\nwritten by the phases\n%+v", got, want)
+				}
+				if got, want := sameOperation(op), sameOperation(phasedOp); !reflect.DeepEqual(got, want) {
+					t.Errorf("operation written at once\n%+v\nwritten by the phases\n%+v", got, want)
+				}
+				if event.Type != phasedEvent.Type || event.Revision != phasedEvent.Revision || event.WorkspaceID != phasedEvent.WorkspaceID {
+					t.Errorf("event %+v, the phases' %+v", event, phasedEvent)
+				}
+			})
+		})
+	}
+}
+
+// storeClock reads a clock that stands still: both creations of a
+// comparison are stamped alike.
+func storeClock() func() time.Time {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	return func() time.Time { return at }
+}
+
+func onlyOperationOfTask(t testing.TB, st *sqlstore.Store, taskID string) store.Operation {
+	t.Helper()
+	ids := queryStrings(t, st, `SELECT id FROM task_creation_operations WHERE task_id = $1`, taskID)
+	if len(ids) != 1 {
+		t.Fatalf("operations of task %s = %v, want one", taskID, ids)
+	}
+	op, err := st.GetOperation(context.Background(), ids[0])
+	if err != nil {
+		t.Fatalf("get operation: %v", err)
+	}
+	return op
+}
+
+// sameTask is t without what differs between two creations of the same
+// request under different external IDs.
+func sameTask(t store.Task) store.Task {
+	t.ID, t.Identifier, t.Title, t.CreationOperationID = "", "", "", ""
+	if t.ExternalID != "" {
+		t.ExternalID = "set"
+	}
+	return t
+}
+
+// sameOperation is op without its identities, its plan (which names them)
+// and the plan's hashes.
+func sameOperation(op store.Operation) store.Operation {
+	op.ID, op.TaskID, op.PlanJSON, op.ManifestSHA256, op.CompletionTokenSHA256, op.EventID = "", "", "", "", "", 0
+	op.CreatedAt, op.UpdatedAt = op.CreatedAt.UTC(), op.UpdatedAt.UTC()
+	if op.ExternalID != "" {
+		op.ExternalID = "set"
+	}
+	return op
+}
+
+// inUTC is t with its times in UTC (PostgreSQL's driver reads them in the
+// local zone).
+func inUTC(t store.Task) store.Task {
+	for _, at := range []**time.Time{&t.ArchivedAt, &t.SourceUpdatedAt, &t.ExternalIDSettledAt} {
+		if *at != nil {
+			u := (**at).UTC()
+			*at = &u
+		}
+	}
+	t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
+	return t
+}
