@@ -254,12 +254,12 @@ func (c *Coordinator) createWithoutSteps(ctx context.Context, req CreateRequest)
 	rememberCanonicalPlan(b.op.PlanJSON, b.plan)
 	cm := &completion{c: c, opID: b.result.Handle.OperationID, f: fence{h: b.result.Handle}}
 	begin := store.TxStep{DeferredSync: true, Fn: func(tx store.Queries) error { return b.write(ctx, tx) }}
-	committed, err := c.st.InTxChain(ctx, append([]store.TxStep{begin}, cm.steps(ctx)...)...)
+	committed, err := c.st.InTxChain(ctx, begin, cm.both(ctx))
 	if committed == 0 {
 		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, fmt.Errorf("begin task creation: %w", err))
 		return r.result(), err
 	}
-	return cm.finish(ctx, committed-1, err)
+	return cm.finish(ctx, 2*(committed-1), err) // Complete's one transaction is both phases
 }
 
 // createAtOnce is createWithoutSteps where the store runs writes one at a

@@ -368,8 +368,8 @@ var errTaskGone = failure.New(failure.NotFound, "task not found")
 func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Result, error) {
 	cm := &completion{c: c, opID: opID, f: f}
 	if c.Failpoint == nil {
-		committed, err := c.st.InTxChain(ctx, cm.steps(ctx)...)
-		return cm.finish(ctx, committed, err)
+		committed, err := c.st.InTxChain(ctx, cm.both(ctx))
+		return cm.finish(ctx, 2*committed, err) // the one transaction is both phases
 	}
 	steps := cm.steps(ctx) // phase A, then phase B, each with its sync level
 	if _, err := c.st.InTxChain(ctx, steps[0]); err != nil {
@@ -412,6 +412,58 @@ func (cm *completion) steps(ctx context.Context) []store.TxStep {
 	}
 }
 
+// both is phase A and phase B as one transaction (the commit the caller is
+// answered on, fully synced), for store.InTxChain: what phase A verifies
+// and then phase B again is verified once, under the locks phase B takes,
+// and the task and the operation are written once, as phase B leaves them
+// (phase A's completing state would be overwritten before the commit). A
+// crash leaves the creation as before phase A or as after phase B, which
+// the two commits allow too: nothing runs between them.
+func (cm *completion) both(ctx context.Context) store.TxStep {
+	return store.TxStep{Fn: func(tx store.Queries) error {
+		c := cm.c
+		op, steps, locked, err := c.lockFencedCreation(ctx, tx, cm.opID, cm.f)
+		if err != nil {
+			return err
+		}
+		switch op.State {
+		case store.OpCompleted:
+			r, err := c.replayCompleted(ctx, tx, op)
+			cm.replay = &r
+			return err
+		case store.OpPreparing:
+			if err := completePredicate(ctx, tx, op, steps); err != nil {
+				return err
+			}
+			if locked == nil {
+				return cm.recordTaskGone(ctx, tx, op)
+			}
+		case store.OpCompleting:
+			// Phase A committed earlier (recovery finishes it).
+			for _, s := range steps {
+				if err := verifyEvidence(ctx, tx, op, s); err != nil {
+					return err
+				}
+			}
+			if locked == nil {
+				return fmt.Errorf("%w: %w", errTaskGone, store.ErrNotFound)
+			}
+		default:
+			return fmt.Errorf("%w: cannot complete an operation in state %s", ErrCreationStateConflict, op.State)
+		}
+		return cm.settle(ctx, tx, op, *locked)
+	}}
+}
+
+// recordTaskGone records, under the operation lock, that the task row of a
+// preparing creation is gone, so that the abort (or recovery's
+// abort_preparing) compensates the effects.
+func (cm *completion) recordTaskGone(ctx context.Context, tx store.Queries, op store.Operation) error {
+	cm.taskGone = true
+	op.Error, op.UpdatedAt = "aborted: task deleted during creation", cm.c.now()
+	return tx.UpdateOperation(ctx, op)
+}
+
 // phaseA: preparing → completing, after verifying the handle and evidence.
 func (cm *completion) phaseA(ctx context.Context, tx store.Queries) error {
 	c := cm.c
@@ -436,14 +488,11 @@ func (cm *completion) phaseA(ctx context.Context, tx store.Queries) error {
 	if err := completePredicate(ctx, tx, op, steps); err != nil {
 		return err
 	}
-	now := c.now()
 	if !taskExists {
-		// Nothing left to complete: record the abort so that it (or
-		// recovery's abort_preparing) compensates the effects.
-		cm.taskGone = true
-		op.Error, op.UpdatedAt = "aborted: task deleted during creation", now
-		return tx.UpdateOperation(ctx, op)
+		// Nothing left to complete.
+		return cm.recordTaskGone(ctx, tx, op)
 	}
+	now := c.now()
 	if err := tx.SetTaskCreationState(ctx, op.TaskID, store.CreationCompleting, now); err != nil {
 		return err
 	}
@@ -481,7 +530,14 @@ func (cm *completion) phaseB(ctx context.Context, tx store.Queries) error {
 	if locked == nil {
 		return fmt.Errorf("%w: %w", errTaskGone, store.ErrNotFound)
 	}
-	task := *locked
+	return cm.settle(ctx, tx, op, *locked)
+}
+
+// settle is phase B's writes, of op and its task as read under their
+// locks: settlement, the task complete at revision 1, task.created and the
+// operation completed.
+func (cm *completion) settle(ctx context.Context, tx store.Queries, op store.Operation, task store.Task) error {
+	c := cm.c
 	now := c.now()
 	outcome := Created
 	settle := ""

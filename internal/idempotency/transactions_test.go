@@ -11,27 +11,35 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
-// TestCreateWithoutStepsAtOnce: where the store runs writes one at a time
-// (SQLite), a creation that plans no step is one write transaction that
-// leaves exactly the rows Begin, phase A and phase B leave when they commit
-// apart (a coordinator with a failpoint that never fires takes that path),
-// and answers with its task as stored. On PostgreSQL it is their chain of
-// three, with the same rows.
-func TestCreateWithoutStepsAtOnce(t *testing.T) {
+// TestCreateInFewerTransactions: a create leaves exactly the rows Begin,
+// its steps, phase A and phase B leave when each boundary commits apart (a
+// coordinator with a failpoint that never fires takes that path), and
+// answers with its task as stored, in fewer write transactions: where the
+// store runs writes one at a time (SQLite) a creation that plans no step is
+// one; on PostgreSQL it is a chain of two, Begin and Complete's one
+// transaction (completion.both), which also completes a creation after its
+// steps.
+func TestCreateInFewerTransactions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
 		req  func(ext string) CreateRequest
+		// serial and locking are the write transactions on SQLite and on
+		// PostgreSQL.
+		serial, locking int64
+		contribs        int
 	}{
-		{"an external ID", func(ext string) CreateRequest { return createRequest(ext) }},
-		{"no external ID", func(string) CreateRequest { return createRequest("") }},
+		{"an external ID", func(ext string) CreateRequest { return createRequest(ext) }, 1, 2, 0},
+		{"no external ID", func(string) CreateRequest { return createRequest("") }, 1, 2, 0},
 		{"a WIP-limited step, labels and a source", func(ext string) CreateRequest {
 			r := createRequest(ext)
 			r.WorkflowStepID, r.Labels, r.Description = "doing", []string{"bug", "ui"}, "a <b> & \"c\""
 			r.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "acme/app#1", URL: "https://github.com/acme/app/issues/1"}
 			r.OwnerConnection = "gh-main"
 			return r
-		}},
+		}, 1, 2, 0},
+		// Begin, the step's claim, effect and completion, then Complete.
+		{"a creation step", func(ext string) CreateRequest { return createRequest(ext, contribution("pr-"+ext)) }, 5, 5, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,9 +66,9 @@ func TestCreateWithoutStepsAtOnce(t *testing.T) {
 				if err != nil || res.Outcome != Created {
 					t.Fatalf("Create = %v, %v; want Created", res.Outcome, err)
 				}
-				want := int64(3)
+				want := tc.locking
 				if st.SerializesWrites() {
-					want = 1
+					want = tc.serial
 				}
 				if n := counted.txs.Load(); n != want {
 					t.Errorf("Create opened %d write transactions, want %d", n, want)
@@ -70,7 +78,7 @@ func TestCreateWithoutStepsAtOnce(t *testing.T) {
 					wantExt = "ext-once"
 				}
 				op := onlyOperationOfTask(t, st, res.Task.ID)
-				stored := assertOperationCompleted(t, st, op.ID, wantExt, 0, Created)
+				stored := assertOperationCompleted(t, st, op.ID, wantExt, tc.contribs, Created)
 				if !reflect.DeepEqual(inUTC(res.Task), inUTC(stored)) {
 					t.Errorf("Create answered\n%+v\nbut stored\n%+v", res.Task, stored)
 				}
