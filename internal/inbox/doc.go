@@ -7,10 +7,8 @@
 //     It never parses business content.
 //   - The group commit (groupcommit.go) batches concurrent receipts into one
 //     InsertDeliveries transaction (one fsync for the batch) and wakes the
-//     workers with one notification per batch. On a store with one writer
-//     (SQLite), while receipts arrive steadily, a small batch waits up to
-//     2 ms for company, so receipts take the writer from processing less
-//     often.
+//     workers with one notification per batch. A batch is whatever queued
+//     while the previous commit ran: nothing waits for a timer.
 //   - Worker (worker.go) claims due deliveries with a lease, serializes each
 //     source entity with an entity lease (across replicas too), runs a
 //     Processor, and records the outcome, retrying transient failures with

@@ -53,12 +53,8 @@ type groupCommit struct {
 	// bad row (a full disk, an unreachable database): /readyz reports it.
 	failing atomic.Bool
 	now     func() time.Time
-	// linger is receiptLinger on a serial writer, zero otherwise; hold is
-	// serialBusyHold or busyHold; lastCommitted is when run's last batch
-	// committed (run's own).
-	linger        time.Duration
-	hold          time.Duration
-	lastCommitted time.Time
+	// hold is serialBusyHold or busyHold.
+	hold time.Duration
 }
 
 // serialWriter is implemented by stores whose writes run one at a time
@@ -68,46 +64,26 @@ type serialWriter interface {
 	SerializesWrites() bool
 }
 
-// Commit delay for a serial writer. At a steady 500 webhooks/s receipts
-// arrive 2 ms apart and a batch took two of them: the receipts' commits
-// held SQLite's writer half the time and processing fell behind the
-// arrivals. So while receipts arrive steadily, a batch of fewer than
-// busyReceipts waits up to receiptLinger for more; fewer, larger commits
-// leave the writer to processing and make acknowledgements faster, not
-// slower, on balance (docs/benchmarks.md, "A commit delay for receipts").
-// A batch the wait brings to busyReceipts marks the receiver busy like any
-// other, so workers yield to it: counting only the receipts found waiting
-// let processing keep pace at 500/s but gave the acknowledgements' gain
-// back. A receipt after a quiet spell commits at once.
-const (
-	receiptLinger = 2 * time.Millisecond
-	// steadyArrivals: a batch lingers only when the previous one committed
-	// less than this before it began.
-	steadyArrivals = 10 * time.Millisecond
-)
-
 // busyHold keeps the receiver busy after a batch of at least busyReceipts
 // commits: between two such batches hardly any receipt waits, and a worker
 // that claims in that gap takes the CPU the next batch needs. On a serial
-// writer the hold is shorter (serialBusyHold): there the commit delay
-// gathers batches of busyReceipts out of a steady 500/s, and a 25 ms hold
-// after each kept the workers yielding so often that processing fell
-// behind the arrivals (receive-to-task p99 38–202 ms against 18–39 ms with
-// 10 ms, for an ack p99 at 1,000/s of 10–20 ms against 15–22 ms;
-// docs/benchmarks.md). On PostgreSQL the shorter hold only cost the
-// acknowledgements.
+// writer the hold is shorter (serialBusyHold): there a longer one keeps the
+// workers off the writer longer than the receipts need it, and at 1,000
+// webhooks/s acknowledgements waited longer behind the processing that
+// then queued up (ack p99 8.5 and 8.6 ms with 25 ms against 6.5 and 6.7 ms
+// with 10 ms; docs/benchmarks.md, "No commit delay for receipts"). On
+// PostgreSQL the shorter hold only cost the acknowledgements.
 const (
 	busyHold       = 25 * time.Millisecond
 	serialBusyHold = 10 * time.Millisecond
 )
 
 func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int, now func() time.Time) *groupCommit {
-	linger, hold := time.Duration(0), busyHold
+	hold := busyHold
 	if sw, ok := st.(serialWriter); ok && sw.SerializesWrites() {
-		linger, hold = receiptLinger, serialBusyHold
+		hold = serialBusyHold
 	}
 	return &groupCommit{
-		linger:   linger,
 		hold:     hold,
 		st:       st,
 		now:      now,
@@ -188,52 +164,30 @@ func (g *groupCommit) run(ctx context.Context) {
 			case first = <-g.queue:
 			}
 		}
-		var bytes int
-		batch, bytes, carry = g.fill(append(batch[:0], first), len(first.d.Body), nil, g.maxBatch)
-		if carry == nil && len(batch) < busyReceipts && g.steady() {
-			wait := time.NewTimer(g.linger)
-			batch, _, carry = g.fill(batch, bytes, wait.C, busyReceipts)
-			wait.Stop()
-		}
+		batch, carry = g.fill(append(batch[:0], first), len(first.d.Body))
 		g.commit(ctx, batch)
-		g.lastCommitted = g.now()
 		clear(batch) // drop references to answered requests
 	}
 }
 
-// fill adds queued requests to batch until it holds want (or maxBatch), or
-// the next request would take it past maxBatchBodyBytes (that request is
-// returned as carry, for the next batch); with until nil it takes only
-// what is queued now, otherwise it waits for more until until fires.
-func (g *groupCommit) fill(batch []*commitRequest, bytes int, until <-chan time.Time, want int) ([]*commitRequest, int, *commitRequest) {
-	for len(batch) < min(want, g.maxBatch) && bytes < maxBatchBodyBytes {
+// fill adds the queued requests to batch, up to maxBatch, until the next
+// would take it past maxBatchBodyBytes (that request is returned as carry,
+// for the next batch).
+func (g *groupCommit) fill(batch []*commitRequest, bytes int) ([]*commitRequest, *commitRequest) {
+	for len(batch) < g.maxBatch && bytes < maxBatchBodyBytes {
 		var req *commitRequest
-		if until == nil {
-			select {
-			case req = <-g.queue:
-			default:
-				return batch, bytes, nil
-			}
-		} else {
-			select {
-			case req = <-g.queue:
-			case <-until:
-				return batch, bytes, nil
-			}
+		select {
+		case req = <-g.queue:
+		default:
+			return batch, nil
 		}
 		if bytes+len(req.d.Body) > maxBatchBodyBytes {
-			return batch, bytes, req
+			return batch, req
 		}
 		batch = append(batch, req)
 		bytes += len(req.d.Body)
 	}
-	return batch, bytes, nil
-}
-
-// steady reports whether receipts are arriving steadily on a serial writer:
-// the previous batch committed less than steadyArrivals ago.
-func (g *groupCommit) steady() bool {
-	return g.linger > 0 && !g.lastCommitted.IsZero() && g.now().Sub(g.lastCommitted) < steadyArrivals
+	return batch, nil
 }
 
 // maxBatchBodyBytes caps the body bytes of one batch (one delivery always
