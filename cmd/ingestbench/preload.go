@@ -61,7 +61,7 @@ func seedStored(url string, t *template, deliveries, tasks int) {
 					CreationState: store.CreationComplete, CreationOperationID: opID, Revision: 1, CreatedAt: at, UpdatedAt: at,
 					Source: &store.Source{Provider: "github", Kind: "issue", Ref: "stored/repo#" + n,
 						URL: "https://github.com/stored/repo/issues/" + n}}
-				if err := tx.InsertNumberedTask(ctx, task, func(string) {}); err != nil {
+				if err := tx.InsertNumberedTasks(ctx, []store.Task{task}, func([]string) {}); err != nil {
 					return err
 				}
 				if err := tx.InsertOperation(ctx, store.Operation{ID: opID, WorkspaceID: preloadWorkspace, TaskID: taskID,

@@ -74,7 +74,7 @@ func (q recordingQueries) LockWorkspace(ctx context.Context, id string) (store.W
 	return q.Queries.LockWorkspace(ctx, id)
 }
 
-func (q recordingQueries) InsertNumberedTask(ctx context.Context, t store.Task, numbered func(string)) error {
+func (q recordingQueries) InsertNumberedTasks(ctx context.Context, ts []store.Task, numbered func([]string)) error {
 	q.s.calls = append(q.s.calls, "numbered task")
-	return q.Queries.InsertNumberedTask(ctx, t, numbered)
+	return q.Queries.InsertNumberedTasks(ctx, ts, numbered)
 }

@@ -190,7 +190,7 @@ func settlementCreate(ctx context.Context, st store.Store, req CreateRequest) (s
 			return err
 		}
 		task = admitted
-		return tx.InsertNumberedTask(ctx, task, func(id string) { task.Identifier = id })
+		return tx.InsertNumberedTasks(ctx, []store.Task{task}, func(ids []string) { task.Identifier = ids[0] })
 	})
 	if err != nil {
 		return store.Task{}, 0, err

@@ -116,22 +116,14 @@ type Coordinator struct {
 	Metrics *metrics.Metrics
 	// workspaces are the snapshots creations plan against.
 	workspaces workspaces
-	// atOnce: a creation that plans no step is written in one transaction
-	// (createAtOnce), where the store runs writes one at a time.
-	atOnce bool
-}
-
-// serialWriter is implemented by stores whose writes run one at a time
-// (SQLite's one writer).
-type serialWriter interface {
-	SerializesWrites() bool
+	// batches gathers the creations written at once (createAtOnce) that
+	// arrive together.
+	batches atOnceBatches
 }
 
 // New returns a coordinator.
 func New(st store.Store, logger *slog.Logger, now func() time.Time) *Coordinator {
-	sw, ok := st.(serialWriter)
-	return &Coordinator{st: st, logger: logger, now: func() time.Time { return now().UTC() }, leaseTTL: 30 * time.Second,
-		atOnce: ok && sw.SerializesWrites()}
+	return &Coordinator{st: st, logger: logger, now: func() time.Time { return now().UTC() }, leaseTTL: 30 * time.Second}
 }
 
 func (c *Coordinator) failpoint(name string) error {
@@ -174,10 +166,7 @@ func (c *Coordinator) lookup(ctx context.Context, workspaceID, ext string) (stor
 // rollback against the existing task.
 func (c *Coordinator) Create(ctx context.Context, req CreateRequest) (Result, error) {
 	if len(req.Contributions) == 0 && c.Failpoint == nil {
-		if c.atOnce {
-			return c.createAtOnce(ctx, req)
-		}
-		return c.createWithoutSteps(ctx, req)
+		return c.createAtOnce(ctx, req)
 	}
 	begun, err := c.BeginTaskCreation(ctx, req)
 	if err != nil {
@@ -233,63 +222,6 @@ func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) 
 		err = fmt.Errorf("begin task creation: %w", err)
 	}
 	return c.beginFailed(ctx, req.WorkspaceID, ext, err)
-}
-
-// createWithoutSteps is Create of a creation that plans no step: Begin,
-// phase A and phase B are a chain of transactions (store.InTxChain), each
-// still its own durable commit, in order, but on PostgreSQL each COMMIT
-// travels with the next one's BEGIN and first statements (two round trips
-// fewer). With a step, the step's own transactions come between Begin and
-// Complete; with a failpoint, every boundary commits apart.
-func (c *Coordinator) createWithoutSteps(ctx context.Context, req CreateRequest) (Result, error) {
-	ext, found, workspace, err := c.lookupFirst(ctx, req)
-	if err != nil || found.Outcome != 0 {
-		return found.result(), err
-	}
-	b, err := c.prepareBegin(ctx, req, ext, workspace)
-	if err != nil {
-		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, err)
-		return r.result(), err
-	}
-	rememberCanonicalPlan(b.op.PlanJSON, b.plan)
-	cm := &completion{c: c, opID: b.result.Handle.OperationID, f: fence{h: b.result.Handle}}
-	begin := store.TxStep{DeferredSync: true, Fn: func(tx store.Queries) error { return b.write(ctx, tx) }}
-	committed, err := c.st.InTxChain(ctx, begin, cm.both(ctx))
-	if committed == 0 {
-		r, err := c.beginFailed(ctx, req.WorkspaceID, ext, fmt.Errorf("begin task creation: %w", err))
-		return r.result(), err
-	}
-	return cm.finish(ctx, 2*(committed-1), err) // Complete's one transaction is both phases
-}
-
-// createAtOnce is createWithoutSteps where the store runs writes one at a
-// time: Begin and both phases of Complete are one transaction
-// (beginning.writeCompleted), which writes the operation, the task and
-// task.created as the three commits would leave them. With no step there
-// is nothing between Begin and Complete to recover, and the one commit is
-// a schedule the three allow: nothing runs between them, and a crash leaves
-// none of them (as a crash before Begin's commit would) or all (as one
-// after phase B's). On one writer no transaction waits for another's row,
-// so this is the same work with fewer statements, and commits. Where rows
-// are locked (PostgreSQL) the chain is kept: in one transaction the
-// workspace row, whose sequence numbers the task, would stay locked while
-// the create waits for the outbox lock, and every create in the workspace
-// would queue behind both (docs/benchmarks.md, "One transaction per
-// create").
-func (c *Coordinator) createAtOnce(ctx context.Context, req CreateRequest) (Result, error) {
-	ext, found, workspace, err := c.lookupFirst(ctx, req)
-	if err != nil || found.Outcome != 0 {
-		return found.result(), err
-	}
-	b, err := c.prepareBegin(ctx, req, ext, workspace)
-	if err == nil {
-		if err = c.st.InTx(ctx, func(tx store.Queries) error { return b.writeCompleted(ctx, tx) }); err == nil {
-			return Result{Task: b.result.Task, Outcome: Created}, nil
-		}
-		err = fmt.Errorf("create task: %w", err)
-	}
-	r, err := c.beginFailed(ctx, req.WorkspaceID, ext, err)
-	return r.result(), err
 }
 
 // result is what Create answers for a Begin that found the task (or failed).
@@ -376,39 +308,7 @@ func (b *beginning) write(ctx context.Context, tx store.Queries) error {
 	b.result.Task = admitted
 	// The identifier is known once the INSERT has run (with the COMMIT on
 	// PostgreSQL).
-	return tx.InsertNumberedTask(ctx, admitted, func(id string) { b.result.Task.Identifier = id })
-}
-
-// writeCompleted is Begin, phase A and phase B of a creation that plans no
-// step as one transaction. It writes each row once, as phase B leaves it:
-// the task complete at revision 1 and settled (its external ID is the
-// creation's, which nothing in between could have released), the
-// task.created event, and the operation completed with outcome Created
-// pointing at that event. What the phases would verify under their locks
-// (the handle, the stored plan's hashes, the task row still there) is what
-// this transaction has just built and written itself. Admission and the
-// task sequence are Begin's, in Begin's order; the operation comes last,
-// after the outbox lock, because its event_id is the event's: a new row,
-// which no other transaction waits for, so the lock order holds.
-func (b *beginning) writeCompleted(ctx context.Context, tx store.Queries) error {
-	now := b.op.CreatedAt
-	task := b.task
-	task.CreationState, task.Revision = store.CreationComplete, 1
-	if task.ExternalID != "" {
-		task.ExternalIDSettledAt = &now
-	}
-	admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: b.ws, Task: task})
-	if err != nil {
-		return err
-	}
-	b.result.Task = admitted
-	if err := tx.InsertNumberedTask(ctx, admitted, func(id string) { b.result.Task.Identifier = id }); err != nil {
-		return err
-	}
-	op := b.op
-	op.State, op.Outcome, op.LeaseOwner, op.LeaseExpiresAt = store.OpCompleted, Created.String(), "", nil
-	before, after := taskrules.CreatedEventPayload(admitted)
-	return tx.InsertCompletedOperation(ctx, op, store.CreatedEvent{PayloadBefore: before, PayloadAfter: after, CreatedAt: now})
+	return tx.InsertNumberedTasks(ctx, []store.Task{admitted}, func(ids []string) { b.result.Task.Identifier = ids[0] })
 }
 
 func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext string, workspace func() (store.Workspace, error)) (*beginning, error) {

@@ -34,13 +34,6 @@ func (s *countingStore) InTx(ctx context.Context, fn func(tx store.Queries) erro
 	return s.Store.InTx(ctx, fn)
 }
 
-// SerializesWrites is the wrapped store's, so the coordinator writes as it
-// would on it.
-func (s *countingStore) SerializesWrites() bool {
-	sw, ok := s.Store.(serialWriter)
-	return ok && sw.SerializesWrites()
-}
-
 func (s *countingStore) InTxChain(ctx context.Context, steps ...store.TxStep) (int, error) {
 	s.txs.Add(int64(len(steps)))
 	return s.Store.InTxChain(ctx, steps...)

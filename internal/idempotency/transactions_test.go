@@ -14,32 +14,29 @@ import (
 // TestCreateInFewerTransactions: a create leaves exactly the rows Begin,
 // its steps, phase A and phase B leave when each boundary commits apart (a
 // coordinator with a failpoint that never fires takes that path), and
-// answers with its task as stored, in fewer write transactions: where the
-// store runs writes one at a time (SQLite) a creation that plans no step is
-// one; on PostgreSQL it is a chain of two, Begin and Complete's one
-// transaction (completion.both), which also completes a creation after its
-// steps.
+// answers with its task as stored, in fewer write transactions: a creation
+// that plans no step is one (createAtOnce), and one that plans a step is
+// completed by one (completion.both).
 func TestCreateInFewerTransactions(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
 		req  func(ext string) CreateRequest
-		// serial and locking are the write transactions on SQLite and on
-		// PostgreSQL.
-		serial, locking int64
-		contribs        int
+		// txs are the write transactions of the create.
+		txs      int64
+		contribs int
 	}{
-		{"an external ID", func(ext string) CreateRequest { return createRequest(ext) }, 1, 2, 0},
-		{"no external ID", func(string) CreateRequest { return createRequest("") }, 1, 2, 0},
+		{"an external ID", func(ext string) CreateRequest { return createRequest(ext) }, 1, 0},
+		{"no external ID", func(string) CreateRequest { return createRequest("") }, 1, 0},
 		{"a WIP-limited step, labels and a source", func(ext string) CreateRequest {
 			r := createRequest(ext)
 			r.WorkflowStepID, r.Labels, r.Description = "doing", []string{"bug", "ui"}, "a <b> & \"c\""
 			r.Source = &store.Source{Provider: "github", Kind: "issue", Ref: "acme/app#1", URL: "https://github.com/acme/app/issues/1"}
 			r.OwnerConnection = "gh-main"
 			return r
-		}, 1, 2, 0},
+		}, 1, 0},
 		// Begin, the step's claim, effect and completion, then Complete.
-		{"a creation step", func(ext string) CreateRequest { return createRequest(ext, contribution("pr-"+ext)) }, 5, 5, 1},
+		{"a creation step", func(ext string) CreateRequest { return createRequest(ext, contribution("pr-"+ext)) }, 5, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,12 +63,8 @@ func TestCreateInFewerTransactions(t *testing.T) {
 				if err != nil || res.Outcome != Created {
 					t.Fatalf("Create = %v, %v; want Created", res.Outcome, err)
 				}
-				want := tc.locking
-				if st.SerializesWrites() {
-					want = tc.serial
-				}
-				if n := counted.txs.Load(); n != want {
-					t.Errorf("Create opened %d write transactions, want %d", n, want)
+				if n := counted.txs.Load(); n != tc.txs {
+					t.Errorf("Create opened %d write transactions, want %d", n, tc.txs)
 				}
 				wantExt := ""
 				if tc.req("x").ExternalID != "" {

@@ -208,11 +208,12 @@ type TaskPage struct {
 // TaskQueries reads and writes task rows.
 type TaskQueries interface {
 	InsertTask(ctx context.Context, t Task) error
-	// InsertNumberedTask advances the workspace's task sequence and inserts
-	// t with the identifier PREFIX-N it yields (t.Identifier is ignored),
-	// in one transaction; numbered is given the identifier once the row is
+	// InsertNumberedTasks advances the workspace's task sequence by len(ts)
+	// and inserts ts, all of that one workspace, with the identifiers
+	// PREFIX-N it yields, in ts's order (their Identifier is ignored), in
+	// one transaction; numbered is given the identifiers once the rows are
 	// written, which inside a transaction may be as late as its COMMIT.
-	InsertNumberedTask(ctx context.Context, t Task, numbered func(identifier string)) error
+	InsertNumberedTasks(ctx context.Context, ts []Task, numbered func(identifiers []string)) error
 	GetTask(ctx context.Context, id string) (Task, error)
 	// LockTask reads the task with a row lock (tier "task").
 	LockTask(ctx context.Context, id string) (Task, error)
@@ -349,15 +350,15 @@ type LedgerQueries interface {
 	// travels with the COMMIT and the outbox lock is held only while the
 	// server runs it.
 	FinishCreation(ctx context.Context, operationID, outcome string, created TaskEvent) error
-	// InsertCompletedOperation is the last write of a creation written at
-	// once (a creation that plans no step: Begin and both phases of
-	// Complete in one transaction, whose task InsertNumberedTask has just
-	// inserted complete): it appends created for op's task under the
-	// outbox lock, its payload completed with the identifier the task row
-	// holds, and inserts op (completed) pointing at that event. Nothing in it waits
-	// for an answer, so on PostgreSQL it travels with the COMMIT, as the
-	// task's INSERT and its identifier do.
-	InsertCompletedOperation(ctx context.Context, op Operation, created CreatedEvent) error
+	// InsertCompletedOperations is the last write of creations written at
+	// once (creations that plan no step: Begin and both phases of Complete
+	// in one transaction, whose tasks InsertNumberedTasks has just inserted
+	// complete): it appends created[i] for ops[i]'s task under the outbox
+	// lock, its payload completed with the identifier the task row holds,
+	// and inserts ops[i] (completed) pointing at that event. Nothing in it
+	// waits for an answer, so on PostgreSQL it travels with the COMMIT, as
+	// the tasks' INSERT and their identifiers do.
+	InsertCompletedOperations(ctx context.Context, ops []Operation, created []CreatedEvent) error
 	// ListOpenOperations returns operations in preparing, preparing-release
 	// or completing that were last touched before staleBefore and whose lease
 	// (if any) expired before now.
@@ -389,7 +390,7 @@ type TaskEvent struct {
 }
 
 // CreatedEvent is the task.created event (revision 1) of a creation
-// written at once (LedgerQueries.InsertCompletedOperation), of the
+// written at once (LedgerQueries.InsertCompletedOperations), of the
 // operation's task in its workspace. The task's identifier is assigned by
 // the database in that same transaction, so the payload is given around it:
 // the event's payload is PayloadBefore, the identifier, then PayloadAfter.

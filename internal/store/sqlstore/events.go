@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -46,31 +48,52 @@ func (q queries) FinishCreation(ctx context.Context, operationID, outcome string
 	})
 }
 
-// InsertCompletedOperation assembles the event's payload in SQL from the
+// InsertCompletedOperations assembles each event's payload in SQL from the
 // identifier of the task row the transaction has just inserted, so neither
-// it nor the operation (whose event_id is read the way FinishCreation reads
-// it) waits for the INSERT's answer: on PostgreSQL the workspace row the
-// task's number came from is held only while the server runs them and the
-// COMMIT. Without that task in that workspace the payload is NULL, which
-// the database refuses (ErrConstraint): the transaction fails in the
-// database itself, before a COMMIT travelling in the same pipeline.
-func (q queries) InsertCompletedOperation(ctx context.Context, op store.Operation, e store.CreatedEvent) error {
+// the events nor the operations (whose event_id is read the way
+// FinishCreation reads it) wait for the INSERT's answer: on PostgreSQL the
+// workspace row the tasks' numbers came from is held only while the server
+// runs them and the COMMIT. Without its task in its workspace an event's
+// payload is NULL, which the database refuses (ErrConstraint): the
+// transaction fails in the database itself, before a COMMIT travelling in
+// the same pipeline. Each kind of row is one statement.
+func (q queries) InsertCompletedOperations(ctx context.Context, ops []store.Operation, created []store.CreatedEvent) error {
+	if len(ops) != len(created) {
+		return fmt.Errorf("insert completed operations: %d operations, %d events", len(ops), len(created))
+	}
+	if len(ops) == 0 {
+		return nil
+	}
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
+	var events, operations strings.Builder
+	events.WriteString(`INSERT INTO task_events (workspace_id, task_id, revision, type, payload, created_at) VALUES `)
+	operations.WriteString(`INSERT INTO task_creation_operations (` + operationColumns + `) VALUES `)
+	eventArgs := make([]any, 0, len(ops)*6)
+	opArgs := make([]any, 0, len(ops)*operationArgs)
+	for i, op := range ops {
+		if i > 0 {
+			events.WriteString(", ")
+			operations.WriteString(", ")
+		}
+		e, k := created[i], len(eventArgs)
+		fmt.Fprintf(&events, `($%d, $%d, 1, $%d, $%d || (SELECT identifier FROM tasks WHERE id = $%d AND workspace_id = $%d) || $%d, $%d)`,
+			k+1, k+2, k+3, k+4, k+2, k+1, k+5, k+6)
+		eventArgs = append(eventArgs, op.WorkspaceID, op.TaskID, store.EventTaskCreated, e.PayloadBefore, e.PayloadAfter, e.CreatedAt)
+		row := operationRow(op)
+		row[12] = op.TaskID // its event is the task's first revision
+		operations.WriteString(operationValues(len(opArgs)+1,
+			fmt.Sprintf(`(SELECT id FROM task_events WHERE task_id = $%d AND revision = 1)`, len(opArgs)+13)))
+		opArgs = append(opArgs, row...)
+	}
 	return q.write(ctx, func(q queries) error {
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}
-		if err := q.execLater(ctx, "append task event", nil,
-			`INSERT INTO task_events (workspace_id, task_id, revision, type, payload, created_at)
-			VALUES ($1, $2, 1, $3, $4 || (SELECT identifier FROM tasks WHERE id = $2 AND workspace_id = $1) || $5, $6)`,
-			op.WorkspaceID, op.TaskID, store.EventTaskCreated, e.PayloadBefore, e.PayloadAfter, e.CreatedAt); err != nil {
+		if err := q.execLater(ctx, "append task events", nil, events.String(), eventArgs...); err != nil {
 			return err
 		}
-		row := operationRow(op)
-		row[12] = op.TaskID // $13: its event is the task's first revision
-		return q.execLater(ctx, "insert creation operation", nil,
-			insertOperation(`(SELECT id FROM task_events WHERE task_id = $13 AND revision = 1)`), row...)
+		return q.execLater(ctx, "insert creation operations", nil, operations.String(), opArgs...)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -26,14 +27,31 @@ func scanOperation(r Row) (store.Operation, error) {
 }
 
 func (q queries) InsertOperation(ctx context.Context, op store.Operation) error {
-	return q.execLater(ctx, "insert creation operation", nil, insertOperation(`$13`), operationRow(op)...)
+	return q.execLater(ctx, "insert creation operation", nil,
+		`INSERT INTO task_creation_operations (`+operationColumns+`) VALUES `+operationValues(1, `$13`), operationRow(op)...)
 }
 
-// insertOperation is the operation's INSERT with eventID as the value of
-// event_id ($13 is the operation's own, which operationRow gives).
-func insertOperation(eventID string) string {
-	return `INSERT INTO task_creation_operations (` + operationColumns + `) VALUES
-		($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, ` + eventID + `, $14, $15, $16, $17, $18, $19, $20)`
+// operationArgs is the number of operationColumns.
+const operationArgs = 20
+
+// operationValues is one row of the operations' INSERT, its placeholders
+// numbered from first and eventID as the value of event_id (the 13th,
+// whose own placeholder is first+12).
+func operationValues(first int, eventID string) string {
+	var b strings.Builder
+	b.WriteString("(")
+	for c := range operationArgs {
+		if c > 0 {
+			b.WriteString(", ")
+		}
+		if c == 12 {
+			b.WriteString(eventID)
+			continue
+		}
+		fmt.Fprintf(&b, "$%d", first+c)
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // operationRow is op's values in operationColumns order.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,37 +74,77 @@ func (q queries) InsertTask(ctx context.Context, t store.Task) error {
 		taskRow(t)...)
 }
 
-// InsertNumberedTask advances the workspace's sequence and inserts t with
-// the identifier PREFIX-N it yields, read from the workspace row the UPDATE
-// just wrote. Neither statement waits for an answer (numbered gets the
-// identifier when the INSERT has run), so on PostgreSQL both travel with
-// the transaction's COMMIT and the workspace row stays locked only while
-// the server runs them, not for a round trip to the gateway.
-func (q queries) InsertNumberedTask(ctx context.Context, t store.Task, numbered func(identifier string)) error {
+// InsertNumberedTasks advances the workspace's sequence once, by
+// len(ts), and inserts ts in one statement, each with the identifier
+// PREFIX-N it is given in order, computed in the INSERT from the workspace
+// row the UPDATE just wrote. Nothing waits for an answer (numbered gets the
+// identifiers from the UPDATE's RETURNING, by the same rule), so on
+// PostgreSQL both statements travel with the transaction's next statement
+// that returns data or its COMMIT, and the workspace row stays locked only
+// while the server runs them, not for a round trip to the gateway.
+func (q queries) InsertNumberedTasks(ctx context.Context, ts []store.Task, numbered func(identifiers []string)) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	ws := ts[0].WorkspaceID
+	for _, t := range ts {
+		if t.WorkspaceID != ws {
+			return fmt.Errorf("insert numbered tasks: tasks of workspaces %q and %q", ws, t.WorkspaceID)
+		}
+	}
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	// The row's values without the identifier, which the SELECT computes.
-	row := taskRow(t)
-	row = append(row[:2:2], row[3:]...)
-	return q.write(ctx, func(q queries) error {
-		if err := q.execLater(ctx, "advance task sequence", exactlyOne("advance task sequence"),
-			`UPDATE workspaces SET task_sequence = task_sequence + 1 WHERE id = $1`, t.WorkspaceID); err != nil {
-			return err
+	n := int64(len(ts))
+	var sql strings.Builder
+	sql.WriteString(`INSERT INTO tasks (` + taskColumns + `) VALUES `)
+	args := make([]any, 0, len(ts)*taskArgs)
+	for i, t := range ts {
+		if i > 0 {
+			sql.WriteString(", ")
 		}
-		return q.queryLater(ctx, "insert task", func(r Row) error {
-			var identifier string
-			if err := r.Scan(&identifier); err != nil {
+		row := taskRow(t)
+		// The identifier is the i-th number of the len(ts) the UPDATE
+		// took: the row's sequence minus len(ts)-1-i.
+		row[2] = n - 1 - int64(i)
+		first := len(args) + 1
+		args = append(args, row...)
+		sql.WriteString("(")
+		for c := range taskArgs {
+			if c > 0 {
+				sql.WriteString(", ")
+			}
+			if c == 2 {
+				fmt.Fprintf(&sql, `(SELECT task_prefix || '-' || CAST(task_sequence - $%d AS TEXT) FROM workspaces WHERE id = $%d)`,
+					first+2, first+1)
+				continue
+			}
+			fmt.Fprintf(&sql, "$%d", first+c)
+		}
+		sql.WriteString(")")
+	}
+	return q.write(ctx, func(q queries) error {
+		if err := q.queryLater(ctx, "advance task sequence", func(r Row) error {
+			var prefix string
+			var last int64
+			if err := r.Scan(&prefix, &last); err != nil {
 				return err
 			}
-			numbered(identifier)
+			identifiers := make([]string, len(ts))
+			for i := range identifiers {
+				identifiers[i] = prefix + "-" + strconv.FormatInt(last-n+1+int64(i), 10)
+			}
+			numbered(identifiers)
 			return nil
-		}, `INSERT INTO tasks (`+taskColumns+`)
-			SELECT $1, w.id, w.task_prefix || '-' || CAST(w.task_sequence AS TEXT), $3, $4, $5, $6, $7, $8, $9, $10, $11,
-				$12, $13, $14, $15, $16, $17, $18, $19, $20
-			FROM workspaces w WHERE w.id = $2
-			RETURNING identifier`, row...)
+		}, `UPDATE workspaces SET task_sequence = task_sequence + $2 WHERE id = $1 RETURNING task_prefix, task_sequence`,
+			ws, n); err != nil {
+			return err
+		}
+		return q.execLater(ctx, "insert tasks", nil, sql.String(), args...)
 	})
 }
+
+// taskArgs is the number of taskColumns.
+const taskArgs = 21
 
 func (q queries) getTask(ctx context.Context, what, where string, args ...any) (store.Task, error) {
 	ctx, cancel := withDeadline(ctx)

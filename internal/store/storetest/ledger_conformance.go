@@ -18,53 +18,82 @@ var ledgerTests = []contractTest{
 	{name: "operations and steps are updated and read back", fn: testOperationUpdates},
 	{name: "open operations are listed once stale and unleased", fn: testListOpenOperations},
 	{name: "finishing a creation appends its event and completes the operation", fn: testFinishCreation},
-	{name: "a creation written at once names its task's identifier in its event", fn: testInsertCompletedOperation},
+	{name: "creations written at once name their tasks' identifiers in their events", fn: testInsertCompletedOperations},
 }
 
-// testInsertCompletedOperation: after InsertNumberedTask, in the same
-// transaction, InsertCompletedOperation appends task.created with the
-// identifier the row was given between the payload's two parts, and inserts
-// the operation completed pointing at it; without the task in the
-// operation's workspace the database refuses the event (ErrConstraint,
-// even where the write travels with the COMMIT) and writes neither.
-func testInsertCompletedOperation(t *testing.T, s store.Store) {
+// testInsertCompletedOperations: after InsertNumberedTasks, in the same
+// transaction, InsertCompletedOperations appends each task.created with the
+// identifier its row was given between the payload's two parts, and inserts
+// each operation completed pointing at its event; tasks are numbered in
+// order, one batch after another. Without its task in its operation's
+// workspace the database refuses an event (ErrConstraint, even where the
+// writes travel with the COMMIT), and the whole batch writes nothing.
+func testInsertCompletedOperations(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	SeedWorkspace(t, s, "ws")
 	SeedWorkspace(t, s, "other")
 	at := epoch.Add(time.Minute)
-	created := store.CreatedEvent{PayloadBefore: `{"identifier":"`, PayloadAfter: `","n":1}`, CreatedAt: at}
-	for _, n := range []int{1, 2} {
-		task := newTask("ws", "ext-"+strconv.Itoa(n), 0)
-		task.Revision = 1
-		op := newOperation("ws", task.ID, at)
-		op.State, op.Outcome, op.ExternalID = store.OpCompleted, "created", task.ExternalID
-		var identifier string
+	created := func(i int) store.CreatedEvent {
+		return store.CreatedEvent{PayloadBefore: `{"identifier":"`, PayloadAfter: `","n":` + strconv.Itoa(i) + `}`, CreatedAt: at}
+	}
+	next := 1 // the next number of workspace ws
+	for _, size := range []int{3, 1} {
+		var tasks []store.Task
+		var ops []store.Operation
+		var events []store.CreatedEvent
+		for i := range size {
+			task := newTask("ws", "ext-"+strconv.Itoa(next+i), 0)
+			task.Revision = 1
+			op := newOperation("ws", task.ID, at)
+			op.State, op.Outcome, op.ExternalID = store.OpCompleted, "created", task.ExternalID
+			tasks, ops, events = append(tasks, task), append(ops, op), append(events, created(next+i))
+		}
+		var identifiers []string
 		must(t, s.InTx(ctx, func(tx store.Queries) error {
-			if err := tx.InsertNumberedTask(ctx, task, func(id string) { identifier = id }); err != nil {
+			if err := tx.InsertNumberedTasks(ctx, tasks, func(ids []string) { identifiers = ids }); err != nil {
 				return err
 			}
-			return tx.InsertCompletedOperation(ctx, op, created)
+			return tx.InsertCompletedOperations(ctx, ops, events)
 		}))
-		if want := "WS-" + strconv.Itoa(n); identifier != want {
-			t.Fatalf("identifier %q, want %q", identifier, want)
-		}
-		events, err := s.ReadTaskEvents(ctx, 0, 10)
+		stored, err := s.ReadTaskEvents(ctx, 0, 100)
 		must(t, err)
-		if len(events) != n {
-			t.Fatalf("%d events, want %d", len(events), n)
+		if len(stored) != next-1+size || len(identifiers) != size {
+			t.Fatalf("%d events and identifiers %v after a batch of %d, want %d and %d", len(stored), identifiers, size, next-1+size, size)
 		}
-		e := events[n-1]
-		if want := `{"identifier":"` + identifier + `","n":1}`; e.Payload != want || e.TaskID != task.ID ||
-			e.WorkspaceID != "ws" || e.Revision != 1 || e.Type != store.EventTaskCreated || !e.CreatedAt.Equal(at) {
-			t.Errorf("event = %+v, want task.created of %s revision 1 with payload %s", e, task.ID, want)
+		for i, task := range tasks {
+			want := "WS-" + strconv.Itoa(next+i)
+			if identifiers[i] != want {
+				t.Errorf("identifier %d = %q, want %q", i, identifiers[i], want)
+			}
+			got, err := s.GetTask(ctx, task.ID)
+			must(t, err)
+			if got.Identifier != want {
+				t.Errorf("stored identifier of task %d = %q, want %q", i, got.Identifier, want)
+			}
+			var e store.TaskEvent
+			for _, se := range stored {
+				if se.TaskID == task.ID {
+					e = se
+				}
+			}
+			if wantPayload := `{"identifier":"` + want + `","n":` + strconv.Itoa(next+i) + `}`; e.Payload != wantPayload ||
+				e.WorkspaceID != "ws" || e.Revision != 1 || e.Type != store.EventTaskCreated || !e.CreatedAt.Equal(at) {
+				t.Errorf("event of task %d = %+v, want task.created revision 1 with payload %s", i, e, wantPayload)
+			}
+			op, err := s.GetOperation(ctx, ops[i].ID)
+			must(t, err)
+			if op.State != store.OpCompleted || op.Outcome != "created" || op.EventID != e.ID || op.TaskID != task.ID ||
+				op.ExternalID != task.ExternalID || op.PlanJSON != ops[i].PlanJSON || op.LeaseOwner != "" || !op.UpdatedAt.Equal(at) {
+				t.Errorf("operation %d = %+v, want completed pointing at event %d", i, op, e.ID)
+			}
 		}
-		got, err := s.GetOperation(ctx, op.ID)
-		must(t, err)
-		op.EventID = e.ID
-		if got.State != store.OpCompleted || got.Outcome != "created" || got.EventID != e.ID || got.TaskID != task.ID ||
-			got.ExternalID != op.ExternalID || got.PlanJSON != op.PlanJSON || got.LeaseOwner != "" || !got.UpdatedAt.Equal(at) {
-			t.Errorf("operation = %+v, want %+v", got, op)
-		}
+		next += size
+	}
+	err := s.InTx(ctx, func(tx store.Queries) error {
+		return tx.InsertNumberedTasks(ctx, []store.Task{newTask("ws", "ext-a", 0), newTask("other", "ext-b", 0)}, func([]string) {})
+	})
+	if err == nil {
+		t.Errorf("tasks of two workspaces were numbered together")
 	}
 	for _, tc := range []struct {
 		name string
@@ -77,19 +106,37 @@ func testInsertCompletedOperation(t *testing.T, s store.Store) {
 			return task
 		}},
 	} {
+		valid := newTask("ws", "ext-valid", 0)
+		validOp := newOperation("ws", valid.ID, at)
+		validOp.State = store.OpCompleted
 		task := tc.task()
 		op := newOperation("ws", task.ID, at)
 		op.State = store.OpCompleted
-		err := s.InTx(ctx, func(tx store.Queries) error { return tx.InsertCompletedOperation(ctx, op, created) })
+		err := s.InTx(ctx, func(tx store.Queries) error {
+			if err := tx.InsertNumberedTasks(ctx, []store.Task{valid}, func([]string) {}); err != nil {
+				return err
+			}
+			return tx.InsertCompletedOperations(ctx, []store.Operation{validOp, op}, []store.CreatedEvent{created(0), created(0)})
+		})
 		if !errors.Is(err, store.ErrConstraint) {
 			t.Errorf("%s: err = %v, want ErrConstraint", tc.name, err)
 		}
-		if _, err := s.GetOperation(ctx, op.ID); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("%s: the operation was written (%v)", tc.name, err)
+		for _, id := range []string{validOp.ID, op.ID} {
+			if _, err := s.GetOperation(ctx, id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: operation %s was written (%v)", tc.name, id, err)
+			}
+		}
+		if _, err := s.GetTask(ctx, valid.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the batch's other task was written (%v)", tc.name, err)
 		}
 	}
-	if events, err := s.ReadTaskEvents(ctx, 0, 10); err != nil || len(events) != 2 {
-		t.Errorf("%d events (%v) after the failed writes, want 2", len(events), err)
+	if events, err := s.ReadTaskEvents(ctx, 0, 100); err != nil || len(events) != next-1 {
+		t.Errorf("%d events (%v) after the failed writes, want %d", len(events), err, next-1)
+	}
+	ws, err := s.GetWorkspace(ctx, "ws")
+	must(t, err)
+	if ws.TaskSequence != int64(next-1) {
+		t.Errorf("task sequence %d after the failed writes, want %d", ws.TaskSequence, next-1)
 	}
 }
 

@@ -30,10 +30,10 @@ func testWorkspaceUpsert(t *testing.T, s store.Store) {
 	if !ws.CreatedAt.Equal(epoch) {
 		t.Errorf("created_at = %v, want %v", ws.CreatedAt, epoch)
 	}
-	var identifier string
-	must(t, s.InsertNumberedTask(ctx, newTask("ws", "numbered", 1), func(id string) { identifier = id }))
-	if identifier != "WS-1" {
-		t.Errorf("first numbered task = %q, want WS-1", identifier)
+	var identifiers []string
+	must(t, s.InsertNumberedTasks(ctx, []store.Task{newTask("ws", "numbered", 1)}, func(ids []string) { identifiers = ids }))
+	if len(identifiers) != 1 || identifiers[0] != "WS-1" {
+		t.Errorf("first numbered task = %q, want WS-1", identifiers)
 	}
 	// Config applied again renames, but never changes prefix or sequence.
 	renamed := ws

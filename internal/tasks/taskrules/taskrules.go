@@ -32,6 +32,13 @@ func Step(ws store.Workspace, id string) (store.Step, error) {
 // store.Queries.CountActiveTasksInStep counts with.
 func CountsTowardLimit(t store.Task) bool { return t.ArchivedAt == nil }
 
+// Limited reports whether the step has a WIP limit, which Admit checks
+// under the workspace row.
+func Limited(s store.Step) bool {
+	_, limited := limit(s)
+	return limited
+}
+
 // limit is the step's WIP limit; 0 means unlimited (as in the
 // configuration), so a stored 0 admits everything too.
 func limit(s store.Step) (int, bool) {
@@ -63,7 +70,7 @@ type Admission struct {
 // already in the step must be fewer than the limit: a full step is a
 // Conflict with the same message on every path. It returns the task to
 // write; a new one gets its identifier as it is inserted
-// (store.InsertNumberedTask), so a rejected admission allocates none.
+// (store.InsertNumberedTasks), so a rejected admission allocates none.
 //
 // The workspace row serializes admissions into its steps: a WIP check runs
 // under its lock, and a create without a limit is serialized by the

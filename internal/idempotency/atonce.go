@@ -1,0 +1,278 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks/taskrules"
+)
+
+// createAtOnce is createWithoutSteps where the store runs writes one at a
+// time: Begin and both phases of Complete are one transaction
+// (writeCompleted), which writes the operation, the task and task.created
+// as the three commits would leave them. With no step there is nothing
+// between Begin and Complete to recover, and the one commit is a schedule
+// the three allow: nothing runs between them, and a crash leaves none of
+// them (as a crash before Begin's commit would) or all (as one after phase
+// B's). On one writer no transaction waits for another's row, so this is
+// the same work with fewer statements, and commits. Where rows are locked
+// (PostgreSQL) the chain is kept: in one transaction the workspace row,
+// whose sequence numbers the task, would stay locked while the create
+// waits for the outbox lock, and every create in the workspace would queue
+// behind both (docs/benchmarks.md, "One transaction per create on SQLite").
+//
+// Creations of one workspace that arrive while such a transaction runs are
+// written together in the next one (atOnceBatches): each kind of row is
+// then one statement for all of them.
+func (c *Coordinator) createAtOnce(ctx context.Context, req CreateRequest) (Result, error) {
+	ext, found, workspace, err := c.lookupFirst(ctx, req)
+	if err != nil || found.Outcome != 0 {
+		return found.result(), err
+	}
+	b, err := c.prepareBegin(ctx, req, ext, workspace)
+	if err == nil {
+		if err = c.writeAtOnce(ctx, b); err == nil {
+			return Result{Task: b.result.Task, Outcome: Created}, nil
+		}
+		err = fmt.Errorf("create task: %w", err)
+	}
+	r, err := c.beginFailed(ctx, req.WorkspaceID, ext, err)
+	return r.result(), err
+}
+
+// writeCompleted is Begin, phase A and phase B of creations that plan no
+// step, all of one workspace, as one transaction. It writes each row once,
+// as phase B leaves it: each task complete at revision 1 and settled (its
+// external ID is the creation's, which nothing in between could have
+// released), its task.created event, and its operation completed with
+// outcome Created pointing at that event. What the phases would verify
+// under their locks (the handle, the stored plan's hashes, the task row
+// still there) is what this transaction has just built and written itself.
+// Admission and the task sequence are Begin's, in Begin's order (a
+// creation into a WIP-limited step is written alone, so its admission
+// counts every task before it); the operations come last, after the outbox
+// lock, because their event_id is their event's: new rows, which no other
+// transaction waits for, so the lock order holds. Each kind of row is one
+// statement for all of bs.
+func writeCompleted(ctx context.Context, tx store.Queries, bs []*beginning) error {
+	tasks := make([]store.Task, len(bs))
+	ops := make([]store.Operation, len(bs))
+	events := make([]store.CreatedEvent, len(bs))
+	for i, b := range bs {
+		now := b.op.CreatedAt
+		task := b.task
+		task.CreationState, task.Revision = store.CreationComplete, 1
+		if task.ExternalID != "" {
+			task.ExternalIDSettledAt = &now
+		}
+		admitted, err := taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: b.ws, Task: task})
+		if err != nil {
+			return err
+		}
+		b.result.Task, tasks[i] = admitted, admitted
+		op := b.op
+		op.State, op.Outcome, op.LeaseOwner, op.LeaseExpiresAt = store.OpCompleted, Created.String(), "", nil
+		ops[i] = op
+		before, after := taskrules.CreatedEventPayload(admitted)
+		events[i] = store.CreatedEvent{PayloadBefore: before, PayloadAfter: after, CreatedAt: now}
+	}
+	if err := tx.InsertNumberedTasks(ctx, tasks, func(identifiers []string) {
+		for i, b := range bs {
+			b.result.Task.Identifier = identifiers[i]
+		}
+	}); err != nil {
+		return err
+	}
+	return tx.InsertCompletedOperations(ctx, ops, events)
+}
+
+// maxAtOnceBatch bounds the creations of one transaction (their statements'
+// arguments stay far below both databases' limits), and maxLedAtOnce the
+// batches one goroutine writes in a row before it hands the lead on and
+// returns to its own caller.
+const (
+	maxAtOnceBatch = 64
+	maxLedAtOnce   = 8
+)
+
+// atOnceBatches gathers creations written at once per workspace. There is
+// no timer: the first to arrive while no batch of its workspace runs is
+// written at once, alone; those that arrive meanwhile queue, and the next
+// batch takes them all (up to maxAtOnceBatch), so under light load nothing
+// waits and under a burst the batches grow by themselves. The goroutine
+// that leads goes on writing the batches that queue behind its own, as the
+// store's shared commits do, rather than handing over to a goroutine the
+// scheduler has yet to run. A batch that fails is written again member by
+// member, each alone in its own goroutine, so a failure (the unique
+// backstop losing a race, a full step) reaches only its own caller.
+type atOnceBatches struct {
+	mu          sync.Mutex
+	byWorkspace map[string]*atOnceQueue
+}
+
+type atOnceQueue struct {
+	leading bool
+	queue   []*atOnceMember
+}
+
+type atOnceMember struct {
+	ctx context.Context
+	b   *beginning
+	res chan atOnceResult // capacity 1
+}
+
+// atOnceResult is what a queued member is told: it was written (err nil)
+// or its batch's commit failed as it did (err), it must be written alone,
+// or it leads the next batches.
+type atOnceResult struct {
+	err   error
+	alone bool
+	lead  bool
+}
+
+// writeAtOnce writes b's creation in the next batch of its workspace; a
+// creation into a WIP-limited step is written alone.
+func (c *Coordinator) writeAtOnce(ctx context.Context, b *beginning) error {
+	if step, err := taskrules.Step(b.ws, b.task.WorkflowStepID); err != nil || taskrules.Limited(step) {
+		return c.writeAlone(ctx, b)
+	}
+	m := &atOnceMember{ctx: ctx, b: b, res: make(chan atOnceResult, 1)}
+	bt := &c.batches
+	bt.mu.Lock()
+	if bt.byWorkspace == nil {
+		bt.byWorkspace = map[string]*atOnceQueue{}
+	}
+	q := bt.byWorkspace[b.ws.ID]
+	if q == nil {
+		q = &atOnceQueue{}
+		bt.byWorkspace[b.ws.ID] = q
+	}
+	lead := !q.leading
+	if lead {
+		q.leading = true
+	} else {
+		q.queue = append(q.queue, m)
+	}
+	bt.mu.Unlock()
+	var r atOnceResult
+	if lead {
+		r = c.leadAtOnce(q, m)
+	} else if r = <-m.res; r.lead {
+		r = c.leadAtOnce(q, m)
+	}
+	if r.alone {
+		return c.writeAlone(ctx, b)
+	}
+	return r.err
+}
+
+// writeAlone writes one creation in a transaction of its own.
+func (c *Coordinator) writeAlone(ctx context.Context, b *beginning) error {
+	return c.st.InTx(ctx, func(tx store.Queries) error { return writeCompleted(ctx, tx, []*beginning{b}) })
+}
+
+// leadAtOnce writes, in first's goroutine, first and whatever is queued as
+// one batch, then (up to maxLedAtOnce) the batches that queued meanwhile,
+// telling their members their results; then it passes the lead to the
+// first member still queued, or frees it, and returns first's result.
+func (c *Coordinator) leadAtOnce(q *atOnceQueue, first *atOnceMember) atOnceResult {
+	bt := &c.batches
+	defer func() {
+		bt.mu.Lock()
+		defer bt.mu.Unlock()
+		if len(q.queue) == 0 {
+			q.leading = false
+			return
+		}
+		next := q.queue[0]
+		q.queue = q.queue[1:]
+		next.res <- atOnceResult{lead: true}
+	}()
+	take := func(batch []*atOnceMember) []*atOnceMember {
+		bt.mu.Lock()
+		defer bt.mu.Unlock()
+		n := min(len(q.queue), maxAtOnceBatch-len(batch))
+		batch = append(batch, q.queue[:n]...)
+		q.queue = q.queue[n:]
+		return batch
+	}
+	batch := take([]*atOnceMember{first})
+	results := c.writeBatch(batch)
+	for i, m := range batch[1:] {
+		m.res <- results[1+i]
+	}
+	own := results[0]
+	for range maxLedAtOnce - 1 {
+		batch := take(nil)
+		if len(batch) == 0 {
+			break
+		}
+		for i, r := range c.writeBatch(batch) {
+			batch[i].res <- r
+		}
+	}
+	return own
+}
+
+// writeBatch writes the members whose callers still wait in one
+// transaction and returns each member's result: a member whose caller has
+// gone is written alone (it answers its own cancellation); a member left
+// alone in its batch is written as it would be alone; a larger batch that
+// the database refused (a statement failed, or a constraint at the COMMIT
+// that PostgreSQL's deferred writes travel with) tells every member to be
+// written alone, and any other failed COMMIT is every member's answer as
+// it is, since whether it took effect is unknown (a creation without an
+// external ID written again could be written twice). The transaction runs under no member's cancellation
+// (each statement has its deadline) and syncs fully unless every member
+// defers its sync.
+func (c *Coordinator) writeBatch(batch []*atOnceMember) []atOnceResult {
+	results := make([]atOnceResult, len(batch))
+	var live []int
+	for i, m := range batch {
+		if m.ctx.Err() != nil {
+			results[i] = atOnceResult{alone: true}
+			continue
+		}
+		live = append(live, i)
+	}
+	switch len(live) {
+	case 0:
+		return results
+	case 1:
+		m := batch[live[0]]
+		results[live[0]] = atOnceResult{err: c.writeAlone(m.ctx, m.b)}
+		return results
+	}
+	base := batch[live[0]].ctx
+	bs := make([]*beginning, len(live))
+	for k, i := range live {
+		bs[k] = batch[i].b
+		if !store.DeferredSync(batch[i].ctx) {
+			base = batch[i].ctx
+		}
+	}
+	ctx := context.WithoutCancel(base)
+	var failed error
+	err := c.st.InTx(ctx, func(tx store.Queries) error {
+		failed = writeCompleted(ctx, tx, bs)
+		return failed
+	})
+	r := atOnceResult{err: err}
+	if failed != nil || refused(err) {
+		r = atOnceResult{alone: true}
+	}
+	for _, i := range live {
+		results[i] = r
+	}
+	return results
+}
+
+// refused reports a failure with which the database refused the
+// transaction's writes, so that nothing of it committed.
+func refused(err error) bool {
+	return errors.Is(err, store.ErrExternalIDTaken) || errors.Is(err, store.ErrConstraint) ||
+		errors.Is(err, store.ErrInvalidText)
+}
