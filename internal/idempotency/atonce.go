@@ -10,23 +10,22 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
-// createAtOnce is createWithoutSteps where the store runs writes one at a
-// time: Begin and both phases of Complete are one transaction
-// (writeCompleted), which writes the operation, the task and task.created
-// as the three commits would leave them. With no step there is nothing
-// between Begin and Complete to recover, and the one commit is a schedule
-// the three allow: nothing runs between them, and a crash leaves none of
-// them (as a crash before Begin's commit would) or all (as one after phase
-// B's). On one writer no transaction waits for another's row, so this is
-// the same work with fewer statements, and commits. Where rows are locked
-// (PostgreSQL) the chain is kept: in one transaction the workspace row,
-// whose sequence numbers the task, would stay locked while the create
-// waits for the outbox lock, and every create in the workspace would queue
-// behind both (docs/benchmarks.md, "One transaction per create on SQLite").
+// createAtOnce is Create of a creation that plans no step: Begin and both
+// phases of Complete are one transaction (writeCompleted), which writes the
+// operation, the task and task.created as the three commits would leave
+// them. With no step there is nothing between Begin and Complete to
+// recover, and the one commit is a schedule the three allow: nothing runs
+// between them, and a crash leaves none of them (as a crash before Begin's
+// commit would) or all (as one after phase B's). With a step, the step's
+// own transactions come between Begin and Complete; with a failpoint,
+// every boundary commits apart.
 //
 // Creations of one workspace that arrive while such a transaction runs are
 // written together in the next one (atOnceBatches): each kind of row is
-// then one statement for all of them.
+// then one statement for all of them, and on PostgreSQL the creations wait
+// for each other in the gateway rather than on the workspace row while
+// each waits for the outbox lock (docs/benchmarks.md, "Creations written
+// together").
 func (c *Coordinator) createAtOnce(ctx context.Context, req CreateRequest) (Result, error) {
 	ext, found, workspace, err := c.lookupFirst(ctx, req)
 	if err != nil || found.Outcome != 0 {

@@ -34,11 +34,6 @@ func (s *countingStore) InTx(ctx context.Context, fn func(tx store.Queries) erro
 	return s.Store.InTx(ctx, fn)
 }
 
-func (s *countingStore) InTxChain(ctx context.Context, steps ...store.TxStep) (int, error) {
-	s.txs.Add(int64(len(steps)))
-	return s.Store.InTxChain(ctx, steps...)
-}
-
 // A Found outcome is answered from the lookup alone: no validation, no
 // write transaction, no task sequence number — for a valid request too,
 // which (unlike an invalid one) would otherwise reach Begin's insert.

@@ -360,19 +360,20 @@ func (c *Coordinator) CompleteTaskCreation(ctx context.Context, h *CreationHandl
 // settlement, zero rows, task deleted).
 var errTaskGone = failure.New(failure.NotFound, "task not found")
 
-// complete runs phase A, then phase B. Without a failpoint the two are a
-// chain of transactions (store.InTxChain): each still commits on its own,
-// in order, but on PostgreSQL phase A's COMMIT travels with phase B's BEGIN
-// and locks, a round trip fewer. A failpoint stands for a crash between
-// them, so with one they commit apart.
+// complete runs phase A, then phase B. Without a failpoint the two are one
+// transaction (both); a failpoint stands for a crash between them, so with
+// one they commit apart: phase A with deferred sync, phase B, the commit
+// the caller is answered on, fully synced.
 func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Result, error) {
 	cm := &completion{c: c, opID: opID, f: f}
 	if c.Failpoint == nil {
-		committed, err := c.st.InTxChain(ctx, cm.both(ctx))
-		return cm.finish(ctx, 2*committed, err) // the one transaction is both phases
+		err := c.st.InTx(ctx, func(tx store.Queries) error { return cm.both(ctx, tx) })
+		if err != nil {
+			return cm.finish(ctx, 0, err)
+		}
+		return cm.finish(ctx, 2, nil) // the one transaction is both phases
 	}
-	steps := cm.steps(ctx) // phase A, then phase B, each with its sync level
-	if _, err := c.st.InTxChain(ctx, steps[0]); err != nil {
+	if err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error { return cm.phaseA(ctx, tx) }); err != nil {
 		return cm.finish(ctx, 0, err)
 	}
 	if cm.replay != nil || cm.taskGone {
@@ -381,8 +382,10 @@ func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Resul
 	if err := c.failpoint(FailAfterPhaseA); err != nil {
 		return Result{}, err
 	}
-	committed, err := c.st.InTxChain(ctx, steps[1])
-	return cm.finish(ctx, 1+committed, err)
+	if err := c.st.InTx(ctx, func(tx store.Queries) error { return cm.phaseB(ctx, tx) }); err != nil {
+		return cm.finish(ctx, 1, err)
+	}
+	return cm.finish(ctx, 2, nil)
 }
 
 // completion is one Complete of an operation: its two phases as
@@ -398,61 +401,45 @@ type completion struct {
 	res      Result
 }
 
-// steps are phase A (deferred sync) and phase B (the commit the caller is
-// answered on, fully synced), for store.InTxChain.
-func (cm *completion) steps(ctx context.Context) []store.TxStep {
-	return []store.TxStep{
-		{DeferredSync: true, Fn: func(tx store.Queries) error { return cm.phaseA(ctx, tx) }},
-		{Fn: func(tx store.Queries) error {
-			if cm.replay != nil || cm.taskGone {
-				return nil // phase A has the answer
-			}
-			return cm.phaseB(ctx, tx)
-		}},
-	}
-}
-
 // both is phase A and phase B as one transaction (the commit the caller is
-// answered on, fully synced), for store.InTxChain: what phase A verifies
-// and then phase B again is verified once, under the locks phase B takes,
-// and the task and the operation are written once, as phase B leaves them
-// (phase A's completing state would be overwritten before the commit). A
-// crash leaves the creation as before phase A or as after phase B, which
-// the two commits allow too: nothing runs between them.
-func (cm *completion) both(ctx context.Context) store.TxStep {
-	return store.TxStep{Fn: func(tx store.Queries) error {
-		c := cm.c
-		op, steps, locked, err := c.lockFencedCreation(ctx, tx, cm.opID, cm.f)
-		if err != nil {
+// answered on, fully synced): what phase A verifies and then phase B again
+// is verified once, under the locks phase B takes, and the task and the
+// operation are written once, as phase B leaves them (phase A's completing
+// state would be overwritten before the commit). A crash leaves the
+// creation as before phase A or as after phase B, which the two commits
+// allow too: nothing runs between them.
+func (cm *completion) both(ctx context.Context, tx store.Queries) error {
+	c := cm.c
+	op, steps, locked, err := c.lockFencedCreation(ctx, tx, cm.opID, cm.f)
+	if err != nil {
+		return err
+	}
+	switch op.State {
+	case store.OpCompleted:
+		r, err := c.replayCompleted(ctx, tx, op)
+		cm.replay = &r
+		return err
+	case store.OpPreparing:
+		if err := completePredicate(ctx, tx, op, steps); err != nil {
 			return err
 		}
-		switch op.State {
-		case store.OpCompleted:
-			r, err := c.replayCompleted(ctx, tx, op)
-			cm.replay = &r
-			return err
-		case store.OpPreparing:
-			if err := completePredicate(ctx, tx, op, steps); err != nil {
+		if locked == nil {
+			return cm.recordTaskGone(ctx, tx, op)
+		}
+	case store.OpCompleting:
+		// Phase A committed earlier (recovery finishes it).
+		for _, s := range steps {
+			if err := verifyEvidence(ctx, tx, op, s); err != nil {
 				return err
 			}
-			if locked == nil {
-				return cm.recordTaskGone(ctx, tx, op)
-			}
-		case store.OpCompleting:
-			// Phase A committed earlier (recovery finishes it).
-			for _, s := range steps {
-				if err := verifyEvidence(ctx, tx, op, s); err != nil {
-					return err
-				}
-			}
-			if locked == nil {
-				return fmt.Errorf("%w: %w", errTaskGone, store.ErrNotFound)
-			}
-		default:
-			return fmt.Errorf("%w: cannot complete an operation in state %s", ErrCreationStateConflict, op.State)
 		}
-		return cm.settle(ctx, tx, op, *locked)
-	}}
+		if locked == nil {
+			return fmt.Errorf("%w: %w", errTaskGone, store.ErrNotFound)
+		}
+	default:
+		return fmt.Errorf("%w: cannot complete an operation in state %s", ErrCreationStateConflict, op.State)
+	}
+	return cm.settle(ctx, tx, op, *locked)
 }
 
 // recordTaskGone records, under the operation lock, that the task row of a

@@ -50,14 +50,6 @@ const (
 	DialectSQLite   = "sqlite"
 )
 
-// TxStep is one transaction of Store.InTxChain.
-type TxStep struct {
-	// DeferredSync lets the step commit without waiting for the disk, as
-	// under WithDeferredSync (which the chain's context may also carry).
-	DeferredSync bool
-	Fn           func(tx Queries) error
-}
-
 // Store is the storage contract. Every method of Queries runs as its own
 // statement outside a transaction; InTx runs fn in one write transaction
 // (serializable enough for the protocols: PostgreSQL READ COMMITTED with the
@@ -66,14 +58,6 @@ type Store interface {
 	Queries
 	// InTx runs fn in a transaction, committing when fn returns nil.
 	InTx(ctx context.Context, fn func(tx Queries) error) error
-	// InTxChain runs steps as transactions, one after another, each
-	// starting once the one before it has committed, each with its own
-	// sync level; a step whose fn fails rolls back and ends the chain. It
-	// returns how many steps committed and the failure of the next one. It
-	// is one InTx per step that PostgreSQL makes in one round trip fewer
-	// each: a step's COMMIT travels with the next step's BEGIN and first
-	// statements, on one connection.
-	InTxChain(ctx context.Context, steps ...TxStep) (committed int, err error)
 	Dialect() string
 	Ping(ctx context.Context) error
 	// Migrated reports whether every embedded migration is applied.

@@ -100,14 +100,6 @@ func (f *faultyStore) InTx(ctx context.Context, fn func(tx store.Queries) error)
 	return f.Store.InTx(ctx, fn)
 }
 
-// InTxChain fails like InTx: a chain is transactions too.
-func (f *faultyStore) InTxChain(ctx context.Context, steps ...store.TxStep) (int, error) {
-	if err := f.err("InTx"); err != nil {
-		return 0, err
-	}
-	return f.Store.InTxChain(ctx, steps...)
-}
-
 // A database error is a 500 with a generic body and its cause in the log;
 // an unreachable database is a 503 so clients retry.
 func TestDatabaseErrors(t *testing.T) {

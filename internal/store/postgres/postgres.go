@@ -496,29 +496,6 @@ type pgTx struct {
 	done    bool
 	// deferredConn: conn is the deferred pool's (synchronous_commit off).
 	deferredConn bool
-	// syncLocal, when set, is the synchronous_commit this transaction sets
-	// after its BEGIN: a chained transaction keeps its connection's
-	// session default only when its context asks for that level.
-	syncLocal string
-	// lead is what the transaction before it in a chain still has to send
-	// (its BEGIN, deferred statements and COMMIT): it goes ahead of this
-	// one's first statements (sqlstore.Chainer).
-	lead []leadStmt
-}
-
-// leadStmt is a statement of an earlier transaction of a chain and how its
-// result is read.
-type leadStmt struct {
-	sql  string
-	args []any
-	read func(pgx.BatchResults) error
-	// back is how many transactions before the carrying one it belongs to.
-	back int
-}
-
-func execResult(br pgx.BatchResults) error {
-	_, err := br.Exec()
-	return err
 }
 
 func commitResult(br pgx.BatchResults) error {
@@ -527,22 +504,6 @@ func commitResult(br pgx.BatchResults) error {
 		err = pgx.ErrTxCommitRollback
 	}
 	return err
-}
-
-// setSyncLocal sets synchronous_commit for the rest of the transaction.
-const setSyncLocal = `SELECT set_config('synchronous_commit', $1, true)`
-
-// syncLocalFor is the synchronous_commit a transaction under ctx sets on a
-// connection of the given pool, or "" when the session default is right.
-func syncLocalFor(ctx context.Context, deferredConn bool) string {
-	switch deferred := store.DeferredSync(ctx); {
-	case deferred == deferredConn:
-		return ""
-	case deferred:
-		return "off"
-	default:
-		return "on"
-	}
 }
 
 type deferredStmt struct {
@@ -557,7 +518,6 @@ var (
 	_ sqlstore.Deferrer    = (*pgTx)(nil)
 	_ sqlstore.RowDeferrer = (*pgTx)(nil)
 	_ sqlstore.Batcher     = (*pgTx)(nil)
-	_ sqlstore.Chainer     = (*pgTx)(nil)
 	_ sqlstore.Batcher     = (*Driver)(nil)
 )
 
@@ -583,12 +543,6 @@ func (t *pgTx) direct() bool { return t.begun && len(t.pending) == 0 && t.err ==
 // adds, in one pipeline; it reads the results of its own part and returns
 // the batch positioned at the caller's first statement.
 func (t *pgTx) flush(ctx context.Context, queue func(*pgx.Batch)) (pgx.BatchResults, error) {
-	return t.send(ctx, true, queue)
-}
-
-// send is flush, behind the lead of an earlier transaction of the chain
-// when there is one; with self false it sends only that lead.
-func (t *pgTx) send(ctx context.Context, self bool, queue func(*pgx.Batch)) (pgx.BatchResults, error) {
 	if t.done {
 		return nil, errTxDone
 	}
@@ -596,44 +550,23 @@ func (t *pgTx) send(ctx context.Context, self bool, queue func(*pgx.Batch)) (pgx
 		return nil, t.err
 	}
 	b := &pgx.Batch{}
-	lead := t.lead
-	t.lead = nil
-	for _, l := range lead {
-		b.Queue(l.sql, l.args...)
-	}
-	begin := self && !t.begun
+	begin := !t.begun
 	if begin {
 		b.Queue("BEGIN")
-		if t.syncLocal != "" {
-			b.Queue(setSyncLocal, t.syncLocal)
-		}
 	}
-	var pending []deferredStmt
-	if self {
-		pending = t.pending
-		t.pending = nil
-		for _, p := range pending {
-			b.Queue(p.sql, p.args...)
-		}
-		if queue != nil {
-			queue(b)
-		}
-		t.begun = true
+	pending := t.pending
+	t.pending = nil
+	for _, p := range pending {
+		b.Queue(p.sql, p.args...)
 	}
+	if queue != nil {
+		queue(b)
+	}
+	t.begun = true
 	br := t.conn.SendBatch(ctx, b)
-	for _, l := range lead {
-		if err := l.read(br); err != nil {
-			return nil, t.fail(br, &sqlstore.ChainedCommitError{Err: err, Back: l.back})
-		}
-	}
 	if begin {
 		if _, err := br.Exec(); err != nil {
 			return nil, t.fail(br, err)
-		}
-		if t.syncLocal != "" {
-			if _, err := br.Exec(); err != nil {
-				return nil, t.fail(br, err)
-			}
 		}
 	}
 	for _, p := range pending {
@@ -654,46 +587,6 @@ func (p deferredStmt) read(br pgx.BatchResults) error {
 		err = p.done(tag.RowsAffected(), err)
 	}
 	return err
-}
-
-// CommitThenBegin hands the connection to the next transaction, with this
-// one's unsent BEGIN, deferred statements and COMMIT as its lead
-// (sqlstore.Chainer).
-func (t *pgTx) CommitThenBegin(ctx context.Context) (sqlstore.Tx, error) {
-	if t.done {
-		return nil, errTxDone
-	}
-	if t.err != nil {
-		err := t.err
-		t.release(ctx)
-		return nil, err
-	}
-	// What an earlier transaction still has to send moves one further back.
-	lead := make([]leadStmt, 0, len(t.lead)+len(t.pending)+4)
-	for _, l := range t.lead {
-		l.back++
-		lead = append(lead, l)
-	}
-	if t.begun || len(t.pending) > 0 {
-		if !t.begun {
-			lead = append(lead, leadStmt{sql: "BEGIN", read: execResult, back: 1})
-			if t.syncLocal != "" {
-				lead = append(lead, leadStmt{sql: setSyncLocal, args: []any{t.syncLocal}, read: execResult, back: 1})
-			}
-		}
-		for _, p := range t.pending {
-			lead = append(lead, leadStmt{sql: p.sql, args: p.args, back: 1, read: func(br pgx.BatchResults) error {
-				if err := p.read(br); err != nil {
-					return &sqlstore.DeferredError{Err: err}
-				}
-				return nil
-			}})
-		}
-		lead = append(lead, leadStmt{sql: "COMMIT", read: commitResult, back: 1})
-	}
-	next := &pgTx{conn: t.conn, deferredConn: t.deferredConn, syncLocal: syncLocalFor(ctx, t.deferredConn), lead: lead}
-	t.done, t.pending, t.lead, t.conn = true, nil, nil, nil
-	return next, nil
 }
 
 func (t *pgTx) fail(br pgx.BatchResults, err error) error {
@@ -765,8 +658,7 @@ func (t *pgTx) Commit(ctx context.Context) error {
 		return t.err
 	}
 	if !t.begun && len(t.pending) == 0 {
-		// Nothing of its own was sent: nothing to commit but the lead.
-		return t.sendLead(ctx)
+		return nil // nothing was sent: nothing to commit
 	}
 	br, err := t.flush(ctx, func(b *pgx.Batch) { b.Queue("COMMIT") })
 	if err != nil {
@@ -779,39 +671,12 @@ func (t *pgTx) Commit(ctx context.Context) error {
 	return err
 }
 
-// Rollback rolls back what the transaction sent; an earlier transaction's
-// commit that it still carries is sent first. It returns that commit's
-// failure, whenever it was met.
+// Rollback rolls back what the transaction sent.
 func (t *pgTx) Rollback(ctx context.Context) error {
-	if t.done {
-		return nil
+	if !t.done {
+		t.release(ctx)
 	}
-	var err error
-	var chained *sqlstore.ChainedCommitError
-	switch {
-	case t.err == nil:
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		err = t.sendLead(rctx)
-		cancel()
-	case errors.As(t.err, &chained):
-		// The earlier transaction did not commit: said again here, since
-		// the statement that met it may have reworded it.
-		err = t.err
-	}
-	t.release(ctx)
-	return err
-}
-
-// sendLead sends the lead alone, if there is one.
-func (t *pgTx) sendLead(ctx context.Context) error {
-	if len(t.lead) == 0 {
-		return nil
-	}
-	br, err := t.send(ctx, false, nil)
-	if err != nil {
-		return err
-	}
-	return br.Close()
+	return nil
 }
 
 // release ends the transaction: a connection still inside one is rolled
@@ -819,7 +684,6 @@ func (t *pgTx) sendLead(ctx context.Context) error {
 func (t *pgTx) release(ctx context.Context) {
 	t.done = true
 	t.pending = nil
-	t.lead = nil
 	if t.conn.Conn().PgConn().TxStatus() != 'I' {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		_, _ = t.conn.Exec(rctx, "ROLLBACK")

@@ -65,34 +65,6 @@ type RowDeferrer interface {
 	DeferRow(query string, args []any, scan func(Row) error)
 }
 
-// Chainer is implemented by driver transactions that can commit and begin
-// the next transaction on the same connection without a round trip of their
-// own: the COMMIT, and whatever is still deferred before it, wait to travel
-// with the next transaction's first statements (PostgreSQL pipelines them).
-// The next transaction's sync level follows ctx (store.WithDeferredSync),
-// whatever the connection's. Until that first round trip the commit is
-// unknown: its failure, or a deferred statement's, surfaces at the next
-// transaction's first call, its Commit or its Rollback (which sends the
-// commit if nothing else has), as a *ChainedCommitError, and fails every
-// later call; Rollback returns it whenever it was met, since the call that
-// met it may have been reworded by its caller. The receiver is finished
-// once CommitThenBegin returns.
-type Chainer interface {
-	CommitThenBegin(ctx context.Context) (Tx, error)
-}
-
-// ChainedCommitError is the failure of a commit a transaction carried for
-// an earlier one of its chain (Chainer): that transaction, Back before the
-// carrying one (1: the one just before it), did not commit, and nothing
-// after it ran.
-type ChainedCommitError struct {
-	Err  error
-	Back int
-}
-
-func (e *ChainedCommitError) Error() string { return e.Err.Error() }
-func (e *ChainedCommitError) Unwrap() error { return e.Err }
-
 // DeferredError is the failure of a deferred statement, surfacing at a later
 // call: it already names the statement that failed, so it is passed on as it
 // is rather than wrapped again.

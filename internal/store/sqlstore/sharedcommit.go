@@ -21,9 +21,8 @@ import (
 // next group takes all of them. Under light load nothing waits; under a
 // burst the groups grow by themselves.
 
-// maxGroupMembers bounds a group's transactions (a chain's steps each
-// count), so one commit never holds the writer (or PostgreSQL's row locks)
-// for long.
+// maxGroupMembers bounds a group's transactions, so one commit never holds
+// the writer (or PostgreSQL's row locks) for long.
 const maxGroupMembers = 64
 
 // CommitSharer is implemented by drivers on which shared commits pay. SQLite
@@ -41,8 +40,6 @@ type CommitSharer interface {
 type groupMember struct {
 	ctx context.Context
 	fn  func(store.Queries) error
-	// weight is the member's transactions: 1, or a chain's steps.
-	weight int
 	// alone runs the member by itself: in a group of one, or after its
 	// group rolled back.
 	alone func() error
@@ -95,47 +92,7 @@ func (s *Store) AcquireEntityLeases(ctx context.Context, owner string, leases []
 
 // inSharedTx runs fn in a group transaction (see store.WithSharedCommit).
 func (s *Store) inSharedTx(ctx context.Context, fn func(store.Queries) error) error {
-	return s.joinGroup(&groupMember{ctx: ctx, fn: fn, weight: 1, alone: func() error { return s.inTx(ctx, fn) }})
-}
-
-// inSharedChain runs a chain of transactions (store.Store.InTxChain) as one
-// member of a group: its steps run one after another in the group's
-// transaction, so each sees the ones before it and all commit together,
-// with the group, at the sync level of its most durable step. A chain that
-// waited for a group per step would wait for three or more groups per
-// create, each a hand-over of the writer between goroutines; as one member
-// it waits for one. Committing together is a schedule the chain's separate
-// transactions allow: each step still runs after the one before it has
-// taken effect, with nothing between them, and a crash leaves all of them
-// or none, as it could any of them. When a step fails the group rolls
-// back and the chain runs alone, step by step, so the steps before the
-// failing one commit and the count answered is the chain's own.
-func (s *Store) inSharedChain(ctx context.Context, steps []store.TxStep) (int, error) {
-	memberCtx := store.WithDeferredSync(ctx)
-	for _, step := range steps {
-		if !step.DeferredSync {
-			memberCtx = ctx
-			break
-		}
-	}
-	committed := 0
-	err := s.joinGroup(&groupMember{ctx: memberCtx, weight: len(steps),
-		fn: func(q store.Queries) error {
-			for _, step := range steps {
-				if err := step.Fn(q); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		alone: func() (err error) {
-			committed, err = s.inTxApart(ctx, steps)
-			return err
-		}})
-	if err == nil {
-		return len(steps), nil
-	}
-	return committed, err // 0 unless the chain ran alone
+	return s.joinGroup(&groupMember{ctx: ctx, fn: fn, alone: func() error { return s.inTx(ctx, fn) }})
 }
 
 // joinGroup runs m in the next group, leading it when no group runs.
@@ -170,8 +127,7 @@ func (s *Store) joinGroup(m *groupMember) error {
 // it passes the slot to the first member still queued, or frees it, and
 // returns first's result.
 //
-// A group of one runs first alone (its own transaction, or a chain's own
-// transactions). When any fn of a larger group fails (or panics) the
+// A group of one runs first alone (its own transaction). When any fn of a larger group fails (or panics) the
 // transaction rolls back and every member runs alone, in its own
 // goroutine, where its own failure (or panic) reaches only its own
 // caller. A failed COMMIT is reported to every member as it is: whether
@@ -222,11 +178,7 @@ const maxLedGroups = 8
 // takeGroup is first and the queued members that follow it, up to
 // maxGroupMembers transactions in all; c.mu held.
 func (c *committer) takeGroup(first *groupMember) []*groupMember {
-	n, weight := 0, first.weight
-	for n < len(c.queue) && weight+c.queue[n].weight <= maxGroupMembers {
-		weight += c.queue[n].weight
-		n++
-	}
+	n := min(len(c.queue), maxGroupMembers-1)
 	group := append([]*groupMember{first}, c.queue[:n]...)
 	c.queue = c.queue[n:]
 	return group

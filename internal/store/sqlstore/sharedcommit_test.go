@@ -25,7 +25,8 @@ type memberResult struct {
 // together as one group; when a member fails or panics, the group rolls
 // back and every member runs alone, so the failure reaches only its own
 // caller and every other member still commits. A member's transaction is
-// visible once its InTx returns.
+// visible once its InTx returns. A group holds at most maxGroupMembers
+// transactions.
 func TestSharedCommit(t *testing.T) {
 	t.Parallel()
 	errBoom := errors.New("member failed")
@@ -34,11 +35,13 @@ func TestSharedCommit(t *testing.T) {
 		// fail and panic name the members (by index) that fail or panic
 		// after writing.
 		fail, panic map[int]bool
+		members     int
 		wantGroups  int64
 	}{
-		{name: "members commit as one group", wantGroups: 1},
-		{name: "a failing member fails alone", fail: map[int]bool{2: true}},
-		{name: "a panicking member panics alone", panic: map[int]bool{4: true}},
+		{name: "members commit as one group", members: 6, wantGroups: 1},
+		{name: "a failing member fails alone", members: 6, fail: map[int]bool{2: true}},
+		{name: "a panicking member panics alone", members: 6, panic: map[int]bool{4: true}},
+		{name: "a group holds at most 64 transactions", members: 70, wantGroups: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,7 +53,7 @@ func TestSharedCommit(t *testing.T) {
 
 				release := holdGroupSlot(t, ctx, st)
 
-				const members = 6
+				members := tt.members
 				results := make([]memberResult, members)
 				var wg sync.WaitGroup
 				for i := range members {
@@ -172,94 +175,4 @@ func TestSerializesWrites(t *testing.T) {
 			t.Errorf("SerializesWrites on %s = %v, want %v", st.Dialect(), got, want)
 		}
 	})
-}
-
-// TestSharedCommitChains: a chain of transactions (InTxChain) with a shared
-// commit is one member of a group, its steps in order, each seeing the ones
-// before it; a step that fails rolls the group back and the chain runs
-// alone, keeping the steps before the failing one; a chain counts as its
-// steps towards a group's bound of maxGroupMembers transactions.
-func TestSharedCommitChains(t *testing.T) {
-	t.Parallel()
-	errBoom := errors.New("step failed")
-	tests := []struct {
-		name   string
-		chains int
-		// failStep is the step (by index) that fails in chain 1; -1 none.
-		failStep   int
-		wantGroups int64
-	}{
-		{name: "chains commit as one group", chains: 4, failStep: -1, wantGroups: 1},
-		{name: "a failing step keeps the chain's steps before it", chains: 4, failStep: 1},
-		{name: "a group holds at most 64 transactions", chains: 23, failStep: -1, wantGroups: 2},
-	}
-	const steps = 3
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
-				ctx := store.WithSharedCommit(context.Background())
-				storetest.SeedWorkspace(t, st, "ws")
-				sqlstore.EnableSharedCommits(st)
-
-				release := holdGroupSlot(t, ctx, st)
-
-				ext := func(chain, step int) string { return fmt.Sprintf("chain-%d-%d", chain, step) }
-				type chainResult struct {
-					committed int
-					err       error
-				}
-				results := make([]chainResult, tt.chains)
-				var wg sync.WaitGroup
-				for c := range tt.chains {
-					chain := make([]store.TxStep, steps)
-					for i := range chain {
-						chain[i] = store.TxStep{DeferredSync: i < steps-1, Fn: func(tx store.Queries) error {
-							if i > 0 {
-								if _, err := tx.LookupTaskByExternalID(ctx, "ws", ext(c, i-1)); err != nil {
-									return fmt.Errorf("step %d does not see step %d: %w", i, i-1, err)
-								}
-							}
-							if err := tx.InsertTask(ctx, sharedTask(ext(c, i))); err != nil {
-								return err
-							}
-							if c == 1 && i == tt.failStep {
-								return errBoom
-							}
-							if c == 1 && tt.failStep >= 0 && i > tt.failStep {
-								t.Errorf("chain 1 ran step %d after its step %d failed", i, tt.failStep)
-							}
-							return nil
-						}}
-					}
-					wg.Go(func() {
-						committed, err := st.InTxChain(ctx, chain...)
-						results[c] = chainResult{committed, err}
-					})
-				}
-				waitUntil(t, "every chain to queue", func() bool { return sqlstore.QueuedSharedCommits(st) == tt.chains })
-				release()
-				wg.Wait()
-
-				for c, r := range results {
-					want, wantErr := chainResult{committed: steps}, error(nil)
-					if c == 1 && tt.failStep >= 0 {
-						want.committed, wantErr = tt.failStep, errBoom
-					}
-					if r.committed != want.committed || !errors.Is(r.err, wantErr) || (wantErr == nil && r.err != nil) {
-						t.Errorf("chain %d: InTxChain = %d, %v; want %d, %v", c, r.committed, r.err, want.committed, wantErr)
-					}
-					for i := range steps {
-						_, err := st.LookupTaskByExternalID(context.Background(), "ws", ext(c, i))
-						if found := err == nil; found != (i < want.committed) {
-							t.Errorf("chain %d step %d: committed %v, want %v", c, i, found, i < want.committed)
-						}
-					}
-				}
-				if got := sqlstore.CommittedSharedGroups(st); got != tt.wantGroups {
-					t.Errorf("groups committed together = %d, want %d", got, tt.wantGroups)
-				}
-			})
-		})
-	}
 }

@@ -94,7 +94,21 @@ func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) error
 		return err
 	}
 	// A failed COMMIT ends the transaction in both drivers.
-	return s.commit(ctx, tx)
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", s.classify(err))
+	}
+	return nil
+}
+
+// runInTx runs fn on tx; a panic rolls tx back and goes on.
+func (s *Store) runInTx(ctx context.Context, tx Tx, fn func(store.Queries) error) error {
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+	}()
+	return fn(queries{ex: tx, d: s.driver, inTx: true})
 }
 
 // WaitForNotification waits for the next Notify on channel from any process
