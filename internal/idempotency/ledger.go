@@ -409,35 +409,20 @@ type completion struct {
 // creation as before phase A or as after phase B, which the two commits
 // allow too: nothing runs between them.
 func (cm *completion) both(ctx context.Context, tx store.Queries) error {
-	c := cm.c
-	op, steps, locked, err := c.lockFencedCreation(ctx, tx, cm.opID, cm.f)
+	op, steps, locked, err := cm.c.lockFencedCreation(ctx, tx, cm.opID, cm.f)
 	if err != nil {
 		return err
 	}
-	switch op.State {
-	case store.OpCompleted:
-		r, err := c.replayCompleted(ctx, tx, op)
-		cm.replay = &r
+	if op.State != store.OpPreparing {
+		// Completed, or completing since an earlier run's phase A
+		// (recovery finishes it): phase B's own case.
+		return cm.phaseBLocked(ctx, tx, op, steps, locked)
+	}
+	if err := completePredicate(ctx, tx, op, steps); err != nil {
 		return err
-	case store.OpPreparing:
-		if err := completePredicate(ctx, tx, op, steps); err != nil {
-			return err
-		}
-		if locked == nil {
-			return cm.recordTaskGone(ctx, tx, op)
-		}
-	case store.OpCompleting:
-		// Phase A committed earlier (recovery finishes it).
-		for _, s := range steps {
-			if err := verifyEvidence(ctx, tx, op, s); err != nil {
-				return err
-			}
-		}
-		if locked == nil {
-			return fmt.Errorf("%w: %w", errTaskGone, store.ErrNotFound)
-		}
-	default:
-		return fmt.Errorf("%w: cannot complete an operation in state %s", ErrCreationStateConflict, op.State)
+	}
+	if locked == nil {
+		return cm.recordTaskGone(ctx, tx, op)
 	}
 	return cm.settle(ctx, tx, op, *locked)
 }
@@ -502,8 +487,15 @@ func (cm *completion) phaseB(ctx context.Context, tx store.Queries) error {
 	if err != nil {
 		return err
 	}
+	return cm.phaseBLocked(ctx, tx, op, steps, locked)
+}
+
+// phaseBLocked is phase B once op, its steps and its task (nil when gone)
+// are locked.
+func (cm *completion) phaseBLocked(ctx context.Context, tx store.Queries, op store.Operation, steps []store.CreationStep, locked *store.Task) error {
 	if op.State == store.OpCompleted {
-		cm.res, err = c.replayCompleted(ctx, tx, op)
+		var err error
+		cm.res, err = cm.c.replayCompleted(ctx, tx, op)
 		return err
 	}
 	if op.State != store.OpCompleting {
