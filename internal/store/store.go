@@ -11,8 +11,10 @@
 // workspace → creation operation → task → steps and effect rows → outbox.
 //
 // Inside InTx, the writes that answer nothing but an error (InsertTask,
-// InsertOperation, InsertCreationStep, UpdateTask, SetTaskCreationState,
-// UpdateOperation, UpdateCreationStep) may be sent later, with the
+// InsertNumberedTasks, InsertOperation, InsertCreationStep,
+// InsertCompletedOperations, UpdateTask, SetTaskCreationState,
+// SetTaskCreated, FinishCreation, UpdateOperation, UpdateCreationStep) may
+// be sent later, with the
 // transaction's next statement that returns data or with its commit:
 // PostgreSQL pipelines them into that round trip. Their failure then
 // surfaces from that later call, with the failed write's own message, and
