@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/trackergateway/gateway/internal/leadbatch"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
@@ -97,39 +98,28 @@ const (
 	maxLedAtOnce   = 8
 )
 
-// atOnceBatches gathers creations written at once per workspace. There is
-// no timer: the first to arrive while no batch of its workspace runs is
-// written at once, alone; those that arrive meanwhile queue, and the next
-// batch takes them all (up to maxAtOnceBatch), so under light load nothing
-// waits and under a burst the batches grow by themselves. The goroutine
-// that leads goes on writing the batches that queue behind its own, as the
-// store's shared commits do, rather than handing over to a goroutine the
-// scheduler has yet to run. A batch that fails is written again member by
-// member, each alone in its own goroutine, so a failure (the unique
-// backstop losing a race, a full step) reaches only its own caller.
+// atOnceBatches gathers creations written at once, one leadbatch.Queue per
+// workspace: the first to arrive while no batch of its workspace runs is
+// written at once, alone; those that arrive meanwhile are written together
+// in the next batch (up to maxAtOnceBatch). A batch that fails is written
+// again member by member, each alone in its own goroutine, so a failure
+// (the unique backstop losing a race, a full step) reaches only its own
+// caller.
 type atOnceBatches struct {
 	mu          sync.Mutex
-	byWorkspace map[string]*atOnceQueue
-}
-
-type atOnceQueue struct {
-	leading bool
-	queue   []*atOnceMember
+	byWorkspace map[string]*leadbatch.Queue[atOnceMember, atOnceResult]
 }
 
 type atOnceMember struct {
 	ctx context.Context
 	b   *beginning
-	res chan atOnceResult // capacity 1
 }
 
-// atOnceResult is what a queued member is told: it was written (err nil)
-// or its batch's commit failed as it did (err), it must be written alone,
-// or it leads the next batches.
+// atOnceResult is what a member is told: it was written (err nil) or its
+// batch's commit failed as it did (err), or it must be written alone.
 type atOnceResult struct {
 	err   error
 	alone bool
-	lead  bool
 }
 
 // writeAtOnce writes b's creation in the next batch of its workspace; a
@@ -138,82 +128,31 @@ func (c *Coordinator) writeAtOnce(ctx context.Context, b *beginning) error {
 	if step, err := taskrules.Step(b.ws, b.task.WorkflowStepID); err != nil || taskrules.Limited(step) {
 		return c.writeAlone(ctx, b)
 	}
-	m := &atOnceMember{ctx: ctx, b: b, res: make(chan atOnceResult, 1)}
-	bt := &c.batches
-	bt.mu.Lock()
-	if bt.byWorkspace == nil {
-		bt.byWorkspace = map[string]*atOnceQueue{}
-	}
-	q := bt.byWorkspace[b.ws.ID]
-	if q == nil {
-		q = &atOnceQueue{}
-		bt.byWorkspace[b.ws.ID] = q
-	}
-	lead := !q.leading
-	if lead {
-		q.leading = true
-	} else {
-		q.queue = append(q.queue, m)
-	}
-	bt.mu.Unlock()
-	var r atOnceResult
-	if lead {
-		r = c.leadAtOnce(q, m)
-	} else if r = <-m.res; r.lead {
-		r = c.leadAtOnce(q, m)
-	}
+	r := c.batches.of(b.ws.ID, c.writeBatch).Do(atOnceMember{ctx: ctx, b: b})
 	if r.alone {
 		return c.writeAlone(ctx, b)
 	}
 	return r.err
 }
 
+// of is the workspace's queue, made on first use with run as its batch.
+func (bt *atOnceBatches) of(workspaceID string, run func([]atOnceMember) []atOnceResult) *leadbatch.Queue[atOnceMember, atOnceResult] {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	q := bt.byWorkspace[workspaceID]
+	if q == nil {
+		if bt.byWorkspace == nil {
+			bt.byWorkspace = map[string]*leadbatch.Queue[atOnceMember, atOnceResult]{}
+		}
+		q = &leadbatch.Queue[atOnceMember, atOnceResult]{Max: maxAtOnceBatch, MaxLed: maxLedAtOnce, Run: run}
+		bt.byWorkspace[workspaceID] = q
+	}
+	return q
+}
+
 // writeAlone writes one creation in a transaction of its own.
 func (c *Coordinator) writeAlone(ctx context.Context, b *beginning) error {
 	return c.st.InTx(ctx, func(tx store.Queries) error { return writeCompleted(ctx, tx, []*beginning{b}) })
-}
-
-// leadAtOnce writes, in first's goroutine, first and whatever is queued as
-// one batch, then (up to maxLedAtOnce) the batches that queued meanwhile,
-// telling their members their results; then it passes the lead to the
-// first member still queued, or frees it, and returns first's result.
-func (c *Coordinator) leadAtOnce(q *atOnceQueue, first *atOnceMember) atOnceResult {
-	bt := &c.batches
-	defer func() {
-		bt.mu.Lock()
-		defer bt.mu.Unlock()
-		if len(q.queue) == 0 {
-			q.leading = false
-			return
-		}
-		next := q.queue[0]
-		q.queue = q.queue[1:]
-		next.res <- atOnceResult{lead: true}
-	}()
-	take := func(batch []*atOnceMember) []*atOnceMember {
-		bt.mu.Lock()
-		defer bt.mu.Unlock()
-		n := min(len(q.queue), maxAtOnceBatch-len(batch))
-		batch = append(batch, q.queue[:n]...)
-		q.queue = q.queue[n:]
-		return batch
-	}
-	batch := take([]*atOnceMember{first})
-	results := c.writeBatch(batch)
-	for i, m := range batch[1:] {
-		m.res <- results[1+i]
-	}
-	own := results[0]
-	for range maxLedAtOnce - 1 {
-		batch := take(nil)
-		if len(batch) == 0 {
-			break
-		}
-		for i, r := range c.writeBatch(batch) {
-			batch[i].res <- r
-		}
-	}
-	return own
 }
 
 // writeBatch writes the members whose callers still wait in one
@@ -227,7 +166,7 @@ func (c *Coordinator) leadAtOnce(q *atOnceQueue, first *atOnceMember) atOnceResu
 // external ID written again could be written twice). The transaction runs under no member's cancellation
 // (each statement has its deadline) and syncs fully unless every member
 // defers its sync.
-func (c *Coordinator) writeBatch(batch []*atOnceMember) []atOnceResult {
+func (c *Coordinator) writeBatch(batch []atOnceMember) []atOnceResult {
 	results := make([]atOnceResult, len(batch))
 	var live []int
 	for i, m := range batch {

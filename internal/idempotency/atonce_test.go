@@ -74,9 +74,9 @@ func TestCreationsWrittenAtOnceTogether(t *testing.T) {
 				}
 				waitUntil(t, "the creations to queue behind the first", func() bool {
 					c.batches.mu.Lock()
-					defer c.batches.mu.Unlock()
 					q := c.batches.byWorkspace[testWS]
-					return q != nil && len(q.queue) == queued
+					c.batches.mu.Unlock()
+					return q != nil && q.Queued() == queued
 				})
 				close(gate.release)
 				wg.Wait()

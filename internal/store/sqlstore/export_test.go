@@ -2,18 +2,10 @@ package sqlstore
 
 // EnableSharedCommits makes s share commits whatever its driver prefers, so
 // the mechanism is tested on every dialect.
-func EnableSharedCommits(s *Store) {
-	s.shared.mu.Lock()
-	defer s.shared.mu.Unlock()
-	s.shared.enabled = true
-}
+func EnableSharedCommits(s *Store) { s.shared.enabled = true }
 
 // QueuedSharedCommits is how many shared transactions wait for a group.
-func QueuedSharedCommits(s *Store) int {
-	s.shared.mu.Lock()
-	defer s.shared.mu.Unlock()
-	return len(s.shared.queue)
-}
+func QueuedSharedCommits(s *Store) int { return s.shared.groups.Queued() }
 
 // CommittedSharedGroups counts the groups that committed together.
 func CommittedSharedGroups(s *Store) int64 { return s.shared.committed.Load() }

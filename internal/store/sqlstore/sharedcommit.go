@@ -3,10 +3,10 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/trackergateway/gateway/internal/leadbatch"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -16,10 +16,10 @@ import (
 // on SQLite, one write of every page the group dirtied) per group rather
 // than per transaction, which is where processing spent most of its time.
 //
-// There is no timer: the first transaction to arrive while a group slot is
-// free runs at once, alone; those that arrive while it runs queue, and the
-// next group takes all of them. Under light load nothing waits; under a
-// burst the groups grow by themselves.
+// There is no timer (leadbatch.Queue): the first transaction to arrive
+// while no group runs runs at once, alone; those that arrive while it runs
+// queue, and the next group takes all of them. Under light load nothing
+// waits; under a burst the groups grow by themselves.
 
 // maxGroupMembers bounds a group's transactions, so one commit never holds
 // the writer (or PostgreSQL's row locks) for long.
@@ -43,30 +43,26 @@ type groupMember struct {
 	// alone runs the member by itself: in a group of one, or after its
 	// group rolled back.
 	alone func() error
-	res   chan groupResult // capacity 1
 }
 
-// groupResult is what a queued member is told: its transaction committed
-// with the group (err nil) or the commit failed (err), it must run alone,
-// or it leads the next group.
+// groupResult is what a member is told: its transaction committed with
+// the group (err nil) or the commit failed (err), or it must run alone.
 type groupResult struct {
 	err   error
 	alone bool
-	lead  bool
 }
 
 type committer struct {
-	mu      sync.Mutex
-	queue   []*groupMember
 	enabled bool
-	leading bool // a goroutine runs groups (one at a time: one writer)
+	// groups runs the members one group at a time (one writer).
+	groups leadbatch.Queue[*groupMember, groupResult]
 	// committed counts the groups of two or more that committed together.
 	committed atomic.Int64
 }
 
 // SerializesWrites reports whether the driver runs writes one at a time
 // (SQLite's one writer), as the drivers that share commits do. The inbox
-// then lets a small batch of receipts wait a moment for company.
+// then holds the workers off for less time after a batch of receipts.
 func (s *Store) SerializesWrites() bool { return sharesCommits(s.driver) }
 
 func sharesCommits(d Driver) bool {
@@ -74,7 +70,11 @@ func sharesCommits(d Driver) bool {
 	return ok && c.SharesCommits()
 }
 
-func newCommitter(d Driver) *committer { return &committer{enabled: sharesCommits(d)} }
+func newCommitter(s *Store) *committer {
+	c := &committer{enabled: sharesCommits(s.driver)}
+	c.groups = leadbatch.Queue[*groupMember, groupResult]{Max: maxGroupMembers, MaxLed: maxLedGroups, Run: s.runGroup}
+	return c
+}
 
 // AcquireEntityLeases shares a commit like any transaction when ctx asks
 // for it and the driver shares commits; otherwise it is its own statements.
@@ -95,107 +95,41 @@ func (s *Store) inSharedTx(ctx context.Context, fn func(store.Queries) error) er
 	return s.joinGroup(&groupMember{ctx: ctx, fn: fn, alone: func() error { return s.inTx(ctx, fn) }})
 }
 
-// joinGroup runs m in the next group, leading it when no group runs.
+// joinGroup runs m in the next group (leadbatch.Queue).
 func (s *Store) joinGroup(m *groupMember) error {
-	c := s.shared
-	m.res = make(chan groupResult, 1)
-	c.mu.Lock()
-	lead := !c.leading
-	if lead {
-		c.leading = true
-	} else {
-		c.queue = append(c.queue, m)
-	}
-	c.mu.Unlock()
-	var r groupResult
-	if lead {
-		r = s.leadGroup(m)
-	} else if r = <-m.res; r.lead {
-		r = s.leadGroup(m)
-	}
+	r := s.shared.groups.Do(m)
 	if r.alone {
 		return m.alone()
 	}
 	return r.err
 }
 
-// leadGroup runs, in first's goroutine and holding a group slot, first and
-// whatever is queued as one transaction, and tells the other members their
-// results. While more transactions queue it goes on running them as the
-// next groups (up to maxLedGroups), since handing the slot to a waiting
-// goroutine would leave the writer idle until the scheduler runs it; then
-// it passes the slot to the first member still queued, or frees it, and
-// returns first's result.
-//
-// A group of one runs first alone (its own transaction). When any fn of a larger group fails (or panics) the
-// transaction rolls back and every member runs alone, in its own
-// goroutine, where its own failure (or panic) reaches only its own
-// caller. A failed COMMIT is reported to every member as it is: whether
-// it took effect is unknown, as for any transaction, so nothing runs again.
-func (s *Store) leadGroup(first *groupMember) groupResult {
-	c := s.shared
-	defer func() {
-		c.mu.Lock()
-		if len(c.queue) == 0 {
-			c.leading = false
-			c.mu.Unlock()
-			return
-		}
-		next := c.queue[0]
-		c.queue = c.queue[1:]
-		c.mu.Unlock()
-		next.res <- groupResult{lead: true}
-	}()
-	c.mu.Lock()
-	group := c.takeGroup(first)
-	c.mu.Unlock()
-	if len(group) == 1 {
-		return groupResult{err: first.alone()}
-	}
-	own := s.runGroup(group)
-	for range maxLedGroups - 1 {
-		c.mu.Lock()
-		if len(c.queue) < 2 {
-			// One left runs alone when the slot reaches it: running it
-			// here would make it wait for this goroutine's own return.
-			c.mu.Unlock()
-			break
-		}
-		next := c.queue[0]
-		c.queue = c.queue[1:]
-		group := c.takeGroup(next)
-		c.mu.Unlock()
-		r := s.runGroup(group)
-		next.res <- r
-	}
-	return own
-}
-
 // maxLedGroups bounds how many groups one goroutine runs in a row before
 // it hands the slot on and returns to its own caller.
 const maxLedGroups = 8
 
-// takeGroup is first and the queued members that follow it, up to
-// maxGroupMembers transactions in all; c.mu held.
-func (c *committer) takeGroup(first *groupMember) []*groupMember {
-	n := min(len(c.queue), maxGroupMembers-1)
-	group := append([]*groupMember{first}, c.queue[:n]...)
-	c.queue = c.queue[n:]
-	return group
-}
-
-// runGroup runs a group of two or more, tells every member but the first
-// its result and returns the first's.
-func (s *Store) runGroup(group []*groupMember) groupResult {
+// runGroup runs a group as one transaction and returns every member's
+// result. A group of one runs its member alone (its own transaction).
+// When any fn of a larger group fails (or panics) the transaction rolls
+// back and every member runs alone, in its own goroutine, where its own
+// failure (or panic) reaches only its own caller. A failed COMMIT is
+// reported to every member as it is: whether it took effect is unknown,
+// as for any transaction, so nothing runs again.
+func (s *Store) runGroup(group []*groupMember) []groupResult {
+	results := make([]groupResult, len(group))
+	if len(group) == 1 {
+		results[0] = groupResult{err: group[0].alone()}
+		return results
+	}
 	err := s.groupTx(group)
 	r := groupResult{err: err, alone: err == errGroupMember}
 	if r.alone {
 		r.err = nil
 	}
-	for _, m := range group[1:] {
-		m.res <- r
+	for i := range results {
+		results[i] = r
 	}
-	return r
+	return results
 }
 
 // errGroupMember: a member's fn failed; the group rolled back.

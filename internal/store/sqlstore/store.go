@@ -28,7 +28,9 @@ var _ store.Store = (*Store)(nil)
 
 // New wraps a driver.
 func New(d Driver) *Store {
-	return &Store{queries: queries{ex: d, d: d}, driver: d, waiters: map[string]chan struct{}{}, shared: newCommitter(d)}
+	s := &Store{queries: queries{ex: d, d: d}, driver: d, waiters: map[string]chan struct{}{}}
+	s.shared = newCommitter(s)
+	return s
 }
 
 // Driver returns the underlying driver (tests, benchmarks).
