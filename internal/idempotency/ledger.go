@@ -367,25 +367,23 @@ var errTaskGone = failure.New(failure.NotFound, "task not found")
 func (c *Coordinator) complete(ctx context.Context, opID string, f fence) (Result, error) {
 	cm := &completion{c: c, opID: opID, f: f}
 	if c.Failpoint == nil {
-		err := c.st.InTx(ctx, func(tx store.Queries) error { return cm.both(ctx, tx) })
-		if err != nil {
-			return cm.finish(ctx, 0, err)
+		if err := c.st.InTx(ctx, func(tx store.Queries) error { return cm.both(ctx, tx) }); err != nil {
+			return Result{}, fmt.Errorf("complete task creation: %w", err)
 		}
-		return cm.finish(ctx, 2, nil) // the one transaction is both phases
+		return cm.finish(ctx)
 	}
 	if err := c.st.InTx(unacknowledged(ctx), func(tx store.Queries) error { return cm.phaseA(ctx, tx) }); err != nil {
-		return cm.finish(ctx, 0, err)
+		return Result{}, fmt.Errorf("complete task creation (phase a): %w", err)
 	}
-	if cm.replay != nil || cm.taskGone {
-		return cm.finish(ctx, 1, nil) // phase A has the answer
+	if cm.replay == nil && !cm.taskGone { // otherwise phase A has the answer
+		if err := c.failpoint(FailAfterPhaseA); err != nil {
+			return Result{}, err
+		}
+		if err := c.st.InTx(ctx, func(tx store.Queries) error { return cm.phaseB(ctx, tx) }); err != nil {
+			return Result{}, fmt.Errorf("complete task creation (phase b): %w", err)
+		}
 	}
-	if err := c.failpoint(FailAfterPhaseA); err != nil {
-		return Result{}, err
-	}
-	if err := c.st.InTx(ctx, func(tx store.Queries) error { return cm.phaseB(ctx, tx) }); err != nil {
-		return cm.finish(ctx, 1, err)
-	}
-	return cm.finish(ctx, 2, nil)
+	return cm.finish(ctx)
 }
 
 // completion is one Complete of an operation: its two phases as
@@ -552,13 +550,10 @@ func (cm *completion) settle(ctx context.Context, tx store.Queries, op store.Ope
 	return nil
 }
 
-// finish answers the Complete whose first committed phases committed, err
-// being the failure of the next one.
-func (cm *completion) finish(ctx context.Context, committed int, err error) (Result, error) {
+// finish answers the Complete whose transactions committed.
+func (cm *completion) finish(ctx context.Context) (Result, error) {
 	c := cm.c
 	switch {
-	case committed == 0:
-		return Result{}, fmt.Errorf("complete task creation (phase a): %w", err)
 	case cm.replay != nil:
 		return *cm.replay, nil
 	case cm.taskGone:
@@ -566,8 +561,6 @@ func (cm *completion) finish(ctx context.Context, committed int, err error) (Res
 			c.logger.Warn("abort after task deletion failed; recovery will retry", "operation_id", cm.opID, "error", err)
 		}
 		return Result{}, errTaskGone
-	case err != nil:
-		return Result{}, fmt.Errorf("complete task creation (phase b): %w", err)
 	}
 	if err := c.failpoint(FailAfterPhaseB); err != nil {
 		return Result{}, err
