@@ -425,6 +425,25 @@ func inList(first, n int) string {
 	return strings.Join(marks, ", ")
 }
 
+// valuesRow is "($first, …)" for n placeholders numbered from first, but
+// with expr in place of the at-th (from 0), whose number expr may use.
+func valuesRow(first, n, at int, expr string) string {
+	var b strings.Builder
+	b.WriteString("(")
+	for c := range n {
+		if c > 0 {
+			b.WriteString(", ")
+		}
+		if c == at {
+			b.WriteString(expr)
+			continue
+		}
+		fmt.Fprintf(&b, "$%d", first+c)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 // loadContent fills headers and body of claimed deliveries in one query.
 func (q queries) loadContent(ctx context.Context, ds []store.Delivery) error {
 	args := make([]any, len(ds))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/store"
@@ -38,20 +37,7 @@ const operationArgs = 20
 // numbered from first and eventID as the value of event_id (the 13th,
 // whose own placeholder is first+12).
 func operationValues(first int, eventID string) string {
-	var b strings.Builder
-	b.WriteString("(")
-	for c := range operationArgs {
-		if c > 0 {
-			b.WriteString(", ")
-		}
-		if c == 12 {
-			b.WriteString(eventID)
-			continue
-		}
-		fmt.Fprintf(&b, "$%d", first+c)
-	}
-	b.WriteString(")")
-	return b.String()
+	return valuesRow(first, operationArgs, 12, eventID)
 }
 
 // operationRow is op's values in operationColumns order.

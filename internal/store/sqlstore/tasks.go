@@ -108,19 +108,8 @@ func (q queries) InsertNumberedTasks(ctx context.Context, ts []store.Task, numbe
 		row[2] = n - 1 - int64(i)
 		first := len(args) + 1
 		args = append(args, row...)
-		sql.WriteString("(")
-		for c := range taskArgs {
-			if c > 0 {
-				sql.WriteString(", ")
-			}
-			if c == 2 {
-				fmt.Fprintf(&sql, `(SELECT task_prefix || '-' || CAST(task_sequence - $%d AS TEXT) FROM workspaces WHERE id = $%d)`,
-					first+2, first+1)
-				continue
-			}
-			fmt.Fprintf(&sql, "$%d", first+c)
-		}
-		sql.WriteString(")")
+		sql.WriteString(valuesRow(first, taskArgs, 2, fmt.Sprintf(
+			`(SELECT task_prefix || '-' || CAST(task_sequence - $%d AS TEXT) FROM workspaces WHERE id = $%d)`, first+2, first+1)))
 	}
 	return q.write(ctx, func(q queries) error {
 		if err := q.queryLater(ctx, "advance task sequence", func(r Row) error {
