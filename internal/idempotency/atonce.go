@@ -163,9 +163,9 @@ func (c *Coordinator) writeAlone(ctx context.Context, b *beginning) error {
 // that PostgreSQL's deferred writes travel with) tells every member to be
 // written alone, and any other failed COMMIT is every member's answer as
 // it is, since whether it took effect is unknown (a creation without an
-// external ID written again could be written twice). The transaction runs under no member's cancellation
-// (each statement has its deadline) and syncs fully unless every member
-// defers its sync.
+// external ID written again could be written twice). The transaction runs
+// under no member's cancellation (each statement has its deadline) and
+// syncs fully unless every member defers its sync.
 func (c *Coordinator) writeBatch(batch []atOnceMember) []atOnceResult {
 	results := make([]atOnceResult, len(batch))
 	var live []int
