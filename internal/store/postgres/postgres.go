@@ -97,15 +97,18 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 	return d, nil
 }
 
-// deferredConns sizes the deferred pool: a quarter of the main pool, at
+// deferredConns sizes the deferred pool: an eighth of the main pool, at
 // least two. Every connection of it is a server process running processing
 // statements, and the server's CPU is shared among its busy processes, so
 // the more processing runs at once the longer an inbox commit waits behind
-// it. Measured at 1,000 acks/s with a burst being processed (2-core
-// machine, server on it): 8 connections gave an ack p99 of 108–124 ms, 4
-// gave 67–69 ms, 2 gave 48–55 ms; the drain made 318–327, 286–322 and
-// 293–295 tasks/s.
-func deferredConns(main int32) int32 { return max(main/4, 2) }
+// it. Since creations are written in batches, processing needs few of
+// them: at 1,000 acks/s (2-core machine, server on it, default pool of
+// 16, four alternating rounds) 4 connections gave an ack p50 of 3.2–5.0 ms
+// and a p99 of 19–53 ms, 2 gave 1.7–3.2 and 10–25 ms, with the same drain
+// (median 1,610 against 1,613 tasks/s); 1 connection cut the p99 to 8 ms
+// but the drain by a quarter (docs/benchmarks.md, "Processing's share of
+// PostgreSQL, again").
+func deferredConns(main int32) int32 { return max(main/8, 2) }
 
 // Pool exposes the pool to tests that need raw access.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
