@@ -1,0 +1,40 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestProbeDisk: the probe fsyncs at its pace for the phase and leaves
+// nothing behind; a directory it cannot write in is reported, not measured.
+func TestProbeDisk(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := probeDisk(dir, 100*time.Millisecond)
+	if r.writeFailure != nil {
+		t.Fatalf("probeDisk: %v", r.writeFailure)
+	}
+	if r.syncs.n < 10 || r.syncs.n > 101 {
+		t.Errorf("probeDisk made %d fsyncs in 100 ms, want 10 to 101 (one a millisecond at most)", r.syncs.n)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Errorf("probeDisk left %v", left)
+	}
+	if r := probeDisk(filepath.Join(dir, "missing"), time.Millisecond); r.writeFailure == nil {
+		t.Error("probeDisk in a missing directory reported no failure")
+	}
+}
+
+func TestDiskDir(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ url, want string }{
+		{"sqlite:/var/lib/gateway/gateway.db", "/var/lib/gateway"},
+		{"sqlite:gateway.db", "."},
+	}
+	for _, tt := range tests {
+		if got := diskDir(tt.url); got != tt.want {
+			t.Errorf("diskDir(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}
