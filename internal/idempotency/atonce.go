@@ -184,15 +184,11 @@ func (c *Coordinator) writeBatch(batch []atOnceMember) []atOnceResult {
 		results[live[0]] = atOnceResult{err: c.writeAlone(m.ctx, m.b)}
 		return results
 	}
-	base := batch[live[0]].ctx
 	bs := make([]*beginning, len(live))
 	for k, i := range live {
 		bs[k] = batch[i].b
-		if !store.DeferredSync(batch[i].ctx) {
-			base = batch[i].ctx
-		}
 	}
-	ctx := context.WithoutCancel(base)
+	ctx := context.WithoutCancel(store.SyncingContext(live, func(i int) context.Context { return batch[i].ctx }))
 	var failed error
 	err := c.st.InTx(ctx, func(tx store.Queries) error {
 		failed = writeCompleted(ctx, tx, bs)

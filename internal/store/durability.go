@@ -23,6 +23,19 @@ func DeferredSync(ctx context.Context) bool {
 	return v
 }
 
+// SyncingContext is the context a transaction shared by several callers
+// commits under: one of a member that does not defer its sync, when any
+// does, else the first member's. The shared commit then syncs fully
+// unless every member defers its sync. members must not be empty.
+func SyncingContext[M any](members []M, ctx func(M) context.Context) context.Context {
+	for _, m := range members {
+		if c := ctx(m); !DeferredSync(c) {
+			return c
+		}
+	}
+	return ctx(members[0])
+}
+
 type sharedCommitKey struct{}
 
 // WithSharedCommit lets ctx's transactions share one commit with the

@@ -140,13 +140,7 @@ func (s *Store) groupTx(group []*groupMember) error {
 	// members' own statements (each fn uses its own ctx); the group's
 	// BEGIN/COMMIT run detached, under the statement deadline. It syncs
 	// fully unless every member defers its sync.
-	base := group[0].ctx
-	for _, m := range group {
-		if !store.DeferredSync(m.ctx) {
-			base = m.ctx
-			break
-		}
-	}
+	base := store.SyncingContext(group, func(m *groupMember) context.Context { return m.ctx })
 	err := s.inTx(context.WithoutCancel(base), func(q store.Queries) error {
 		for _, m := range group {
 			if m.ctx.Err() != nil || runMember(m, q) != nil {
