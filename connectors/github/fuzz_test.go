@@ -27,7 +27,8 @@ func FuzzParse(f *testing.F) {
 
 // FuzzDecodeEvent: decodeEvent accepts exactly the bodies go-github's
 // ParseWebHook accepts, and gives the same event for them. The trimmed
-// issuesEvent Parse decodes accepts every body IssuesEvent accepts, with
+// issuesEvent and pullRequestEvent Parse decodes accept every body
+// IssuesEvent and PullRequestEvent accept, with
 // the same action, repository name and the issue members Parse reads (it
 // also accepts bodies whose members it does not read have the wrong types).
 func FuzzDecodeEvent(f *testing.F) {
@@ -48,6 +49,18 @@ func FuzzDecodeEvent(f *testing.F) {
 				t.Fatalf("%s: decodeEvent error = %v, ParseWebHook error = %v", tc.event, err, wantErr)
 			case err == nil && !reflect.DeepEqual(got, want):
 				t.Fatalf("%s: decodeEvent = %+v, ParseWebHook = %+v", tc.event, got, want)
+			}
+		}
+		if want, err := gh.ParseWebHook("pull_request", body); err == nil {
+			full := want.(*gh.PullRequestEvent)
+			var trimmed pullRequestEvent
+			if err := decodeEvent(body, &trimmed); err != nil {
+				t.Fatalf("pullRequestEvent refused a body PullRequestEvent accepts: %v", err)
+			}
+			if !reflect.DeepEqual(trimmed.Action, full.Action) ||
+				!reflect.DeepEqual(trimmed.PullRequest.pullRequest(), readPullRequestMembers(full.PullRequest)) ||
+				trimmed.Repo.fullName() != full.GetRepo().GetFullName() {
+				t.Fatalf("pullRequestEvent = %+v, PullRequestEvent = %+v", trimmed, full)
 			}
 		}
 		want, err := gh.ParseWebHook("issues", body)
@@ -75,6 +88,32 @@ func readMembers(issue *gh.Issue) *gh.Issue {
 	return &gh.Issue{ID: issue.ID, Number: issue.Number, State: issue.State, Title: issue.Title, Body: issue.Body,
 		HTMLURL: issue.HTMLURL, RepositoryURL: issue.RepositoryURL, UpdatedAt: issue.UpdatedAt, Labels: issue.Labels,
 		PullRequestLinks: issue.PullRequestLinks}
+}
+
+// readPullRequestMembers is pr with only the members Parse reads, from
+// go-github's full decode.
+func readPullRequestMembers(pr *gh.PullRequest) *gh.PullRequest {
+	if pr == nil {
+		return nil
+	}
+	out := &gh.PullRequest{ID: pr.ID, Number: pr.Number, State: pr.State, Title: pr.Title, Body: pr.Body,
+		HTMLURL: pr.HTMLURL, Draft: pr.Draft, Merged: pr.Merged, MergedAt: pr.MergedAt, UpdatedAt: pr.UpdatedAt,
+		Labels: pr.Labels, Head: readBranch(pr.Head), Base: readBranch(pr.Base)}
+	if pr.User != nil {
+		out.User = &gh.User{Login: pr.User.Login}
+	}
+	return out
+}
+
+func readBranch(b *gh.PullRequestBranch) *gh.PullRequestBranch {
+	if b == nil {
+		return nil
+	}
+	out := &gh.PullRequestBranch{Ref: b.Ref, SHA: b.SHA}
+	if b.Repo != nil {
+		out.Repo = &gh.Repository{FullName: b.Repo.FullName}
+	}
+	return out
 }
 
 var fuzzSecrets = [][]byte{[]byte("current-secret"), []byte("previous-secret")}

@@ -435,9 +435,82 @@ func describeIssue(host string, issue *gh.Issue, repo string) connectors.Event {
 	}
 }
 
+// pullRequestEvent is go-github's PullRequestEvent with only the members
+// Parse reads, as issuesEvent is its IssuesEvent. A pull request carries
+// its user, assignees, reviewers, milestone and, in head and base, two
+// more repository objects; Parse reads sixteen members of it.
+type pullRequestEvent struct {
+	Action      *string             `json:"action,omitempty"`
+	PullRequest *pullRequestMembers `json:"pull_request,omitempty"`
+	Repo        *repositoryName     `json:"repository,omitempty"`
+}
+
+func (e *pullRequestEvent) GetAction() string {
+	if e == nil || e.Action == nil {
+		return ""
+	}
+	return *e.Action
+}
+
+// pullRequestMembers are the members of go-github's PullRequest that Parse
+// reads; pullRequest gives them as a *gh.PullRequest.
+type pullRequestMembers struct {
+	ID        *int64         `json:"id,omitempty"`
+	Number    *int           `json:"number,omitempty"`
+	State     *string        `json:"state,omitempty"`
+	Title     *string        `json:"title,omitempty"`
+	Body      *string        `json:"body,omitempty"`
+	HTMLURL   *string        `json:"html_url,omitempty"`
+	Draft     *bool          `json:"draft,omitempty"`
+	Merged    *bool          `json:"merged,omitempty"`
+	MergedAt  *gh.Timestamp  `json:"merged_at,omitempty"`
+	UpdatedAt *gh.Timestamp  `json:"updated_at,omitempty"`
+	Labels    []*gh.Label    `json:"labels,omitempty"`
+	User      *userLogin     `json:"user,omitempty"`
+	Head      *branchMembers `json:"head,omitempty"`
+	Base      *branchMembers `json:"base,omitempty"`
+}
+
+// userLogin is the one member of a user that Parse reads.
+type userLogin struct {
+	Login *string `json:"login,omitempty"`
+}
+
+// branchMembers are the members of a pull request's head or base that
+// Parse reads.
+type branchMembers struct {
+	Ref  *string         `json:"ref,omitempty"`
+	SHA  *string         `json:"sha,omitempty"`
+	Repo *repositoryName `json:"repo,omitempty"`
+}
+
+func (m *pullRequestMembers) pullRequest() *gh.PullRequest {
+	if m == nil {
+		return nil
+	}
+	pr := &gh.PullRequest{ID: m.ID, Number: m.Number, State: m.State, Title: m.Title, Body: m.Body,
+		HTMLURL: m.HTMLURL, Draft: m.Draft, Merged: m.Merged, MergedAt: m.MergedAt, UpdatedAt: m.UpdatedAt,
+		Labels: m.Labels, Head: m.Head.branch(), Base: m.Base.branch()}
+	if m.User != nil {
+		pr.User = &gh.User{Login: m.User.Login}
+	}
+	return pr
+}
+
+func (b *branchMembers) branch() *gh.PullRequestBranch {
+	if b == nil {
+		return nil
+	}
+	br := &gh.PullRequestBranch{Ref: b.Ref, SHA: b.SHA}
+	if b.Repo != nil {
+		br.Repo = &gh.Repository{FullName: b.Repo.FullName}
+	}
+	return br
+}
+
 func parsePullRequest(host string, body []byte) (connectors.Event, error) {
 	const name = "pull_request"
-	ev := new(gh.PullRequestEvent)
+	ev := new(pullRequestEvent)
 	if err := decodeEvent(body, ev); err != nil {
 		return connectors.Event{}, malformed(name, "%v", err)
 	}
@@ -447,11 +520,11 @@ func parsePullRequest(host string, body []byte) (connectors.Event, error) {
 		EventName: eventName(name, action),
 		Action:    connectors.ActionIgnore,
 	}
-	pr := ev.PullRequest
+	pr := ev.PullRequest.pullRequest()
 	if pr == nil {
 		return connectors.Event{}, malformed(base.EventName, "no pull_request")
 	}
-	repo := ev.GetRepo().GetFullName()
+	repo := ev.Repo.fullName()
 	if !validRepo(repo) {
 		repo = pr.GetBase().GetRepo().GetFullName()
 	}

@@ -42,3 +42,29 @@ func BenchmarkDecodeIssuesEvent(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecodePullRequestEvent: the 28 KB pull_request.opened fixture
+// decoded as Parse does (into pullRequestEvent) and into the whole of
+// go-github's PullRequestEvent.
+func BenchmarkDecodePullRequestEvent(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join(fixtureDir, "pull_request.opened.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("pullRequestEvent", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decodeEvent(body, new(pullRequestEvent)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("PullRequestEvent", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decodeEvent(body, new(gh.PullRequestEvent)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
