@@ -682,3 +682,30 @@ func TestWorkerWakesOneGoroutinePerNotification(t *testing.T) {
 		waitFor(t, "a second goroutine to join", func() bool { return cs.idles.Load() >= goroutines+3 })
 	})
 }
+
+// TestWorkerBatchSize: a worker claims SerialBatchSize deliveries at a time
+// on a store whose writes run one at a time (SQLite) and DefaultBatchSize
+// on PostgreSQL, unless the options set a size.
+func TestWorkerBatchSize(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		wantDefault := DefaultBatchSize
+		if st.Dialect() == store.DialectSQLite {
+			wantDefault = SerialBatchSize
+		}
+		tests := []struct {
+			name string
+			opts WorkerOptions
+			want int
+		}{
+			{"default", WorkerOptions{}, wantDefault},
+			{"set", WorkerOptions{BatchSize: 3}, 3},
+		}
+		for _, tt := range tests {
+			w := NewWorker(st, newFakeProcessor(), testLogger(t), time.Now, tt.opts)
+			if w.opts.BatchSize != tt.want {
+				t.Errorf("%s: BatchSize = %d, want %d", tt.name, w.opts.BatchSize, tt.want)
+			}
+		}
+	})
+}
