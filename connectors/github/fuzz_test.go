@@ -28,9 +28,10 @@ func FuzzParse(f *testing.F) {
 // FuzzDecodeEvent: decodeEvent accepts exactly the bodies go-github's
 // ParseWebHook accepts, and gives the same event for them. The trimmed
 // issuesEvent and pullRequestEvent Parse decodes accept every body
-// IssuesEvent and PullRequestEvent accept, with
-// the same action, repository name and the issue members Parse reads (it
-// also accepts bodies whose members it does not read have the wrong types).
+// IssuesEvent and PullRequestEvent accept, with the same action,
+// repository name and the members of the issue or pull request Parse reads
+// (they also accept bodies whose members Parse does not read have the
+// wrong types).
 func FuzzDecodeEvent(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -233,9 +233,24 @@ func eventName(name, action string) string {
 // checked to be valid JSON) takes a parse from 168 allocations to 26
 // (BenchmarkDecodeIssuesEvent); a worker parses every delivery it processes.
 type issuesEvent struct {
+	eventEnvelope
+	Issue *issueMembers `json:"issue,omitempty"`
+}
+
+// eventEnvelope is what the trimmed events share: the action, and the
+// repository's name.
+type eventEnvelope struct {
 	Action *string         `json:"action,omitempty"`
-	Issue  *issueMembers   `json:"issue,omitempty"`
 	Repo   *repositoryName `json:"repository,omitempty"`
+}
+
+// GetAction is the action, or "" when there is none, as go-github's
+// getters give it.
+func (e *eventEnvelope) GetAction() string {
+	if e.Action == nil {
+		return ""
+	}
+	return *e.Action
 }
 
 // issueMembers are the members of go-github's Issue that Parse reads, with
@@ -262,17 +277,8 @@ func (m *issueMembers) issue() *gh.Issue {
 		PullRequestLinks: m.PullRequestLinks}
 }
 
-// GetAction is the action, or "" when there is none, as go-github's
-// getters give it.
-func (e *issuesEvent) GetAction() string {
-	if e == nil || e.Action == nil {
-		return ""
-	}
-	return *e.Action
-}
-
 // repositoryName is the one member of a payload's repository that Parse
-// reads (in issuesEvent and transferChanges).
+// reads (in eventEnvelope, branchMembers and transferChanges).
 type repositoryName struct {
 	FullName *string `json:"full_name,omitempty"`
 }
@@ -440,16 +446,8 @@ func describeIssue(host string, issue *gh.Issue, repo string) connectors.Event {
 // its user, assignees, reviewers, milestone and, in head and base, two
 // more repository objects; Parse reads sixteen members of it.
 type pullRequestEvent struct {
-	Action      *string             `json:"action,omitempty"`
+	eventEnvelope
 	PullRequest *pullRequestMembers `json:"pull_request,omitempty"`
-	Repo        *repositoryName     `json:"repository,omitempty"`
-}
-
-func (e *pullRequestEvent) GetAction() string {
-	if e == nil || e.Action == nil {
-		return ""
-	}
-	return *e.Action
 }
 
 // pullRequestMembers are the members of go-github's PullRequest that Parse
