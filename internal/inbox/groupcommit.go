@@ -64,6 +64,11 @@ type serialWriter interface {
 	SerializesWrites() bool
 }
 
+func serializesWrites(st any) bool {
+	sw, ok := st.(serialWriter)
+	return ok && sw.SerializesWrites()
+}
+
 // busyHold keeps the receiver busy after a batch of at least busyReceipts
 // commits: between two such batches hardly any receipt waits, and a worker
 // that claims in that gap takes the CPU the next batch needs. On a serial
@@ -80,7 +85,7 @@ const (
 
 func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int, now func() time.Time) *groupCommit {
 	hold := busyHold
-	if sw, ok := st.(serialWriter); ok && sw.SerializesWrites() {
+	if serializesWrites(st) {
 		hold = serialBusyHold
 	}
 	return &groupCommit{

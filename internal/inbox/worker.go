@@ -66,13 +66,10 @@ const (
 	DefaultBatchSize   = 16
 	// SerialBatchSize is the default BatchSize on a store whose writes run
 	// one at a time (SQLite's one writer), where a batch's transactions
-	// share commits: a larger batch is fewer commits per task. The drain of
-	// 12,000 new issues made 2,441–3,008 tasks/s with 32 against
-	// 2,076–2,552 with 16, at a tenth less CPU per task, and ack and
-	// receive-to-task latency did not move (docs/benchmarks.md, "Larger
-	// claims on SQLite"). On PostgreSQL 32 made the drain faster too, but
-	// the receive-to-task p99 at 500/s worse (median 50 ms against 27 ms
-	// over five rounds each), so it keeps DefaultBatchSize.
+	// share commits, so a larger batch is fewer commits per task: 15–25%
+	// more tasks/s in a drain, latencies unchanged. On PostgreSQL it made
+	// the receive-to-task p99 worse (docs/benchmarks.md, "Larger claims on
+	// SQLite").
 	SerialBatchSize    = 32
 	DefaultMaxYield    = time.Second
 	DefaultMaxAttempts = 8
@@ -194,7 +191,7 @@ func NewWorker(st store.Store, proc Processor, logger *slog.Logger, now func() t
 	if now == nil {
 		now = time.Now
 	}
-	if sw, ok := st.(serialWriter); ok && sw.SerializesWrites() && opts.BatchSize <= 0 {
+	if opts.BatchSize <= 0 && serializesWrites(st) {
 		opts.BatchSize = SerialBatchSize
 	}
 	opts = opts.withDefaults()
