@@ -13,33 +13,10 @@ import (
 // whole of go-github's IssuesEvent, with decodeEvent and with go-github's
 // own ParseWebHook (encoding/json).
 func BenchmarkDecodeIssuesEvent(b *testing.B) {
-	body, err := os.ReadFile(filepath.Join(fixtureDir, "issues.opened.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("issuesEvent", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := decodeEvent(body, new(issuesEvent)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("IssuesEvent", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := decodeEvent(body, new(gh.IssuesEvent)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("ParseWebHook", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := gh.ParseWebHook("issues", body); err != nil {
-				b.Fatal(err)
-			}
-		}
+	benchmarkDecode(b, "issues.opened.json", []decodeVariant{
+		{"issuesEvent", func(body []byte) error { return decodeEvent(body, new(issuesEvent)) }},
+		{"IssuesEvent", func(body []byte) error { return decodeEvent(body, new(gh.IssuesEvent)) }},
+		{"ParseWebHook", func(body []byte) error { _, err := gh.ParseWebHook("issues", body); return err }},
 	})
 }
 
@@ -47,24 +24,32 @@ func BenchmarkDecodeIssuesEvent(b *testing.B) {
 // decoded as Parse does (into pullRequestEvent) and into the whole of
 // go-github's PullRequestEvent.
 func BenchmarkDecodePullRequestEvent(b *testing.B) {
-	body, err := os.ReadFile(filepath.Join(fixtureDir, "pull_request.opened.json"))
+	benchmarkDecode(b, "pull_request.opened.json", []decodeVariant{
+		{"pullRequestEvent", func(body []byte) error { return decodeEvent(body, new(pullRequestEvent)) }},
+		{"PullRequestEvent", func(body []byte) error { return decodeEvent(body, new(gh.PullRequestEvent)) }},
+	})
+}
+
+type decodeVariant struct {
+	name   string
+	decode func(body []byte) error
+}
+
+// benchmarkDecode runs each variant, as a sub-benchmark of its name, on
+// the fixture's body.
+func benchmarkDecode(b *testing.B, fixture string, variants []decodeVariant) {
+	body, err := os.ReadFile(filepath.Join(fixtureDir, fixture))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("pullRequestEvent", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := decodeEvent(body, new(pullRequestEvent)); err != nil {
-				b.Fatal(err)
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := v.decode(body); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("PullRequestEvent", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := decodeEvent(body, new(gh.PullRequestEvent)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
