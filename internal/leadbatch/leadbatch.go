@@ -1,8 +1,9 @@
 // Package leadbatch gathers concurrent calls into batches that one of the
 // callers runs: the store's shared commits (one SQLite transaction for the
-// processing transactions that queue for the writer) and the coordinator's
+// processing transactions that queue for the writer), the coordinator's
 // creations written at once (one transaction for the creations of a
-// workspace) both work this way.
+// workspace) and the store's entity lookups on PostgreSQL (one round trip
+// for the lookups of a claim) all work this way.
 //
 // There is no timer. A call that finds no batch running leads: it runs its
 // batch at once, taking whatever has queued meanwhile, so under light load

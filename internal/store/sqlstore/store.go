@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trackergateway/gateway/internal/leadbatch"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -22,6 +23,7 @@ type Store struct {
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
 	shared  *committer
+	lookups *leadbatch.Queue[lookupMember, lookupResult] // nil: lookups go alone
 }
 
 var _ store.Store = (*Store)(nil)
@@ -30,6 +32,7 @@ var _ store.Store = (*Store)(nil)
 func New(d Driver) *Store {
 	s := &Store{queries: queries{ex: d, d: d}, driver: d, waiters: map[string]chan struct{}{}}
 	s.shared = newCommitter(s)
+	s.lookups = newLookups(s)
 	return s
 }
 

@@ -45,18 +45,24 @@ const (
 
 func (q queries) LookupSourceEntity(ctx context.Context, workspaceID, externalID string) (store.SourceEntity, error) {
 	var e store.SourceEntity
+	err := q.batch(ctx, lookupQueries(workspaceID, externalID, &e)...)
+	return e, q.wrap("lookup source entity", err)
+}
+
+// lookupQueries are the reads of a source entity into e: two statements,
+// not three, since every delivery of an entity runs them and on SQLite each
+// statement is a read transaction of its own.
+func lookupQueries(workspaceID, externalID string, e *store.SourceEntity) []BatchQuery {
 	args := []any{workspaceID, externalID}
-	// Two statements, not three: every delivery of an entity runs this, and
-	// on SQLite each statement is a read transaction of its own.
-	err := q.batch(ctx,
-		BatchQuery{SQL: suppressedOrAliased, Args: args, Scan: requiredRow(func(r Row) error {
+	return []BatchQuery{
+		{SQL: suppressedOrAliased, Args: args, Scan: requiredRow(func(r Row) error {
 			var alias sql.NullString
 			err := r.Scan(&e.Suppressed, &alias)
 			e.AliasTaskID = alias.String
 			return err
 		})},
-		BatchQuery{SQL: `SELECT ` + taskColumns + ` FROM tasks WHERE ` + taskByExternalID, Args: args, Scan: optionalTask(&e.Task)})
-	return e, q.wrap("lookup source entity", err)
+		{SQL: `SELECT ` + taskColumns + ` FROM tasks WHERE ` + taskByExternalID, Args: args, Scan: optionalTask(&e.Task)},
+	}
 }
 
 func (q queries) ListSuppressions(ctx context.Context, p store.SuppressionPage) ([]store.Suppression, error) {
