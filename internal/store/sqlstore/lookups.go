@@ -62,11 +62,11 @@ func (s *Store) LookupSourceEntity(ctx context.Context, workspaceID, externalID 
 }
 
 // lookupBatch reads the entities of the members whose callers still wait
-// in one round trip. It runs under no member's cancellation (the batch has its
-// statements' deadline) but with the first member's values, which choose
-// the pool. A member alone, or one whose caller has gone, reads as it
-// would alone (the one left is read here); a failed batch tells every
-// member to read alone.
+// in one round trip. It runs under no member's cancellation (the batch has
+// its statements' deadline) but with the first member's values, which
+// choose the pool. A member whose caller has gone reads alone (and answers
+// its cancellation), a member left alone in its batch reads as it would
+// alone, and a failed batch tells every member to read alone.
 func (s *Store) lookupBatch(batch []lookupMember) []lookupResult {
 	results := make([]lookupResult, len(batch))
 	var live []int
@@ -77,7 +77,10 @@ func (s *Store) lookupBatch(batch []lookupMember) []lookupResult {
 		}
 		live = append(live, i)
 	}
-	if len(live) == 1 {
+	switch len(live) {
+	case 0:
+		return results
+	case 1:
 		// Read here, not by the caller: the lookups that queue meanwhile
 		// wait for this one and then go together.
 		m := batch[live[0]]

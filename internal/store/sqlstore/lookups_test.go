@@ -27,6 +27,8 @@ func TestBatchedLookups(t *testing.T) {
 	}{
 		{name: "queued lookups read together", wantSizes: []int{1, 8}},
 		{name: "a caller that has gone fails alone", cancelled: map[int]bool{3: true}, wantSizes: []int{1, 8}},
+		{name: "a batch whose callers have all gone reads nothing",
+			cancelled: map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true}, wantSizes: []int{1, 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
