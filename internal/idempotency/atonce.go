@@ -168,14 +168,8 @@ func (c *Coordinator) writeAlone(ctx context.Context, b *beginning) error {
 // syncs fully unless every member defers its sync.
 func (c *Coordinator) writeBatch(batch []atOnceMember) []atOnceResult {
 	results := make([]atOnceResult, len(batch))
-	var live []int
-	for i, m := range batch {
-		if m.ctx.Err() != nil {
-			results[i] = atOnceResult{alone: true}
-			continue
-		}
-		live = append(live, i)
-	}
+	live := leadbatch.Waiting(batch, func(m atOnceMember) context.Context { return m.ctx },
+		func(i int) { results[i] = atOnceResult{alone: true} })
 	switch len(live) {
 	case 0:
 		return results

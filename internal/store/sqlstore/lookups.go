@@ -69,14 +69,8 @@ func (s *Store) LookupSourceEntity(ctx context.Context, workspaceID, externalID 
 // alone, and a failed batch tells every member to read alone.
 func (s *Store) lookupBatch(batch []lookupMember) []lookupResult {
 	results := make([]lookupResult, len(batch))
-	var live []int
-	for i, m := range batch {
-		if m.ctx.Err() != nil {
-			results[i].alone = true
-			continue
-		}
-		live = append(live, i)
-	}
+	live := leadbatch.Waiting(batch, func(m lookupMember) context.Context { return m.ctx },
+		func(i int) { results[i].alone = true })
 	switch len(live) {
 	case 0:
 		return results
