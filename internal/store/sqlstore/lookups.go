@@ -16,9 +16,8 @@ import (
 // more than the two index reads it carries. SQLite reads in process, each
 // statement on a reader of its own, so there lookups stay apart.
 const (
-	maxLookupBatch   = 32
-	maxLedLookups    = 4
-	lookupStatements = 2 // statements per lookup (lookupQueries)
+	maxLookupBatch = 32
+	maxLedLookups  = 4
 )
 
 type lookupMember struct {
@@ -81,7 +80,7 @@ func (s *Store) lookupBatch(batch []lookupMember) []lookupResult {
 		results[live[0]].e, results[live[0]].err = s.queries.LookupSourceEntity(m.ctx, m.workspaceID, m.externalID)
 		return results
 	}
-	qs := make([]BatchQuery, 0, len(live)*lookupStatements)
+	var qs []BatchQuery
 	for _, i := range live {
 		qs = append(qs, lookupQueries(batch[i].workspaceID, batch[i].externalID, &results[i].e)...)
 	}
