@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"runtime/metrics"
@@ -127,4 +128,38 @@ func goroutinesCreated() uint64 {
 	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// The pinned writer keeps statement journals in memory (a multi-row
+// statement's journal would otherwise go to a temporary file once past 64
+// KiB); the migrations' connection keeps SQLite's default, since a
+// migration's statement may rewrite a whole table.
+func TestStatementJournalsInMemoryOnlyOnTheWriter(t *testing.T) {
+	t.Parallel()
+	d := openScratch(t)
+	ctx := context.Background()
+	migrations, err := d.writer.Conn(ctx)
+	if err != nil {
+		t.Fatalf("migrations connection: %v", err)
+	}
+	defer migrations.Close()
+	tests := []struct {
+		name string
+		conn *sql.Conn
+		want int // PRAGMA temp_store: 0 default, 2 memory
+	}{
+		{"pinned writer", d.wconn, 2},
+		{"migrations connection", migrations, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got int
+			if err := tt.conn.QueryRowContext(ctx, `PRAGMA temp_store`).Scan(&got); err != nil {
+				t.Fatalf("read temp_store: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("temp_store = %d, want %d", got, tt.want)
+			}
+		})
+	}
 }
