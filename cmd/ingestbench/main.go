@@ -105,10 +105,12 @@ func main() {
 // round is one pass over the selected phases; zero values were not measured.
 type round struct {
 	ceiling, durable float64 // acks/s
-	ackP50, ackP99   time.Duration
-	e2eP50, e2eP99   time.Duration
-	e2eWhileSending  float64 // tasks/s created while the 500/s arrived
-	peakRSSMB        int64
+	// What one acknowledgement cost each process in those two runs.
+	ceilingCost, durableCost ackCost
+	ackP50, ackP99           time.Duration
+	e2eP50, e2eP99           time.Duration
+	e2eWhileSending          float64 // tasks/s created while the 500/s arrived
+	peakRSSMB                int64
 	// Peak RSS under the big-bodies bursts.
 	unauthRSSMB, signedRSSMB int64
 	// The drain phase's rates.
@@ -130,7 +132,9 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 			g.acks = throughput(g.url, b.tmpl, senders, duration, &b.seq)
 		})
 		r.ceiling = g.acks
-		fmt.Printf("ceiling: %.0f acks/s, peak RSS %d MB\n", g.acks, g.rssMB)
+		r.ceilingCost = costPerAck(g, g.acks*duration.Seconds())
+		fmt.Printf("ceiling: %.0f acks/s, peak RSS %d MB; CPU per ack: senders %.0f µs, server %.0f µs\n",
+			g.acks, g.rssMB, r.ceilingCost.senders, r.ceilingCost.server)
 	}
 	if phases["durable"] {
 		g := b.run("durable ingest", false, func(g *gateway) {
@@ -139,11 +143,17 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 		r.durable, r.peakRSSMB = g.acks, max(r.peakRSSMB, g.rssMB)
 		// The gateway's CPU per acknowledgement moves less with the
 		// machine's speed than the rate does.
-		perAck := 1e6 * g.cpuSeconds / (g.acks * duration.Seconds())
-		fmt.Printf("durable: %.0f acks/s, gateway CPU %.0f µs per ack, peak RSS %d MB\n", g.acks, perAck, g.rssMB)
+		r.durableCost = costPerAck(g, g.acks*duration.Seconds())
+		fmt.Printf("durable: %.0f acks/s, gateway CPU %.0f µs per ack, peak RSS %d MB\n", g.acks, r.durableCost.server, g.rssMB)
+		fmt.Printf("durable CPU per ack: senders %.0f µs, gateway %.0f µs, database server %.0f µs\n",
+			r.durableCost.senders, r.durableCost.server, r.durableCost.database)
 	}
 	if r.ceiling > 0 && r.durable > 0 {
 		fmt.Printf("throughput: durable %.0f acks/s, ceiling %.0f acks/s, ratio %.0f%%\n", r.durable, r.ceiling, 100*r.durable/r.ceiling)
+		if r.ceilingCost.total() > 0 && r.durableCost.total() > 0 {
+			fmt.Printf("CPU budget: 70%% of the ceiling leaves the gateway and its database %.0f µs per ack together; this run used %.0f\n",
+				durableBudget(r.ceilingCost, r.durableCost, 0.7), r.durableCost.server+r.durableCost.database)
+		}
 	}
 	if phases["ack"] {
 		g := b.run("ack latency at 1000/s", false, func(g *gateway) {
@@ -227,6 +237,15 @@ func summarize(rs []round) {
 		}
 		return 100 * r.durable / r.ceiling
 	}, pct)
+	micros := func(v float64) string { return fmt.Sprintf("%.0f µs", v) }
+	line("gateway CPU per ack", func(r round) float64 { return r.durableCost.server }, micros)
+	line("database CPU per ack", func(r round) float64 { return r.durableCost.database }, micros)
+	line("budget for 70% of ceiling", func(r round) float64 {
+		if r.ceilingCost.total() == 0 || r.durableCost.total() == 0 {
+			return 0
+		}
+		return durableBudget(r.ceilingCost, r.durableCost, 0.7)
+	}, micros)
 	line("ack p50 at 1000/s", func(r round) float64 { return float64(r.ackP50) }, dur)
 	line("ack p99 at 1000/s", func(r round) float64 { return float64(r.ackP99) }, dur)
 	line("receive-to-task p50 at 500/s", func(r round) float64 { return float64(r.e2eP50) }, dur)
@@ -265,7 +284,9 @@ type gateway struct {
 	taskLatency latencies
 	pace        processingPace
 	rssMB       int64
-	cpuSeconds  float64 // the gateway's user and system CPU while fn ran
+	cpuSeconds  float64 // the server's (gateway's) user and system CPU while fn ran
+	senderCPU   float64 // this process's, while fn ran
+	databaseCPU float64 // the PostgreSQL server's (every postgres process), while fn ran
 }
 
 // run starts a gateway on a fresh database (or, for the ceiling, the
@@ -327,9 +348,18 @@ connections:
 	}
 	g := &gateway{url: addr}
 	fmt.Printf("run %d: %s on %s\n", b.run_, name, where)
-	cpuBefore := processCPU(cmd.Process.Pid)
+	cpuBefore, sendersBefore := processCPU(cmd.Process.Pid), processCPU(os.Getpid())
+	var databaseBefore map[int]float64
+	postgres := where == "postgres"
+	if postgres {
+		databaseBefore = serverCPU()
+	}
 	fn(g)
 	g.cpuSeconds = processCPU(cmd.Process.Pid) - cpuBefore
+	g.senderCPU = processCPU(os.Getpid()) - sendersBefore
+	if postgres {
+		g.databaseCPU = cpuSince(databaseBefore, serverCPU())
+	}
 	g.rssMB = peakRSS(cmd.Process.Pid)
 	_ = cmd.Process.Signal(os.Interrupt)
 	_ = cmd.Wait()
@@ -388,26 +418,6 @@ func peakRSS(pid int) int64 {
 		}
 	}
 	return -1
-}
-
-// processCPU is the user and system CPU time pid has used, in seconds
-// (/proc/PID/stat counts it in USER_HZ ticks, 100 a second on Linux); 0
-// when it cannot be read.
-func processCPU(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name may hold spaces: the fields that follow it start
-	// after its closing parenthesis, with the state (field 3).
-	i := strings.LastIndexByte(string(raw), ')')
-	fields := strings.Fields(string(raw[i+1:]))
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(fields[11], 64) // field 14
-	stime, _ := strconv.ParseFloat(fields[12], 64) // field 15
-	return (utime + stime) / 100
 }
 
 // template is the fixture with unique markers substituted per delivery.
