@@ -129,21 +129,21 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 	}
 	if phases["ceiling"] {
 		g := b.run("ceiling (verify, no store; ingestbench's own server)", true, func(g *gateway) {
-			g.acks = throughput(g.url, b.tmpl, senders, duration, &b.seq)
+			g.acked, g.acks = throughput(g.url, b.tmpl, senders, duration, &b.seq)
 		})
 		r.ceiling = g.acks
-		r.ceilingCost = costPerAck(g, g.acks*duration.Seconds())
+		r.ceilingCost = costPerAck(g, float64(g.acked))
 		fmt.Printf("ceiling: %.0f acks/s, peak RSS %d MB; CPU per ack: senders %.0f µs, server %.0f µs\n",
 			g.acks, g.rssMB, r.ceilingCost.senders, r.ceilingCost.server)
 	}
 	if phases["durable"] {
 		g := b.run("durable ingest", false, func(g *gateway) {
-			g.acks = throughput(g.url, b.tmpl, senders, duration, &b.seq)
+			g.acked, g.acks = throughput(g.url, b.tmpl, senders, duration, &b.seq)
 		})
 		r.durable, r.peakRSSMB = g.acks, max(r.peakRSSMB, g.rssMB)
 		// The gateway's CPU per acknowledgement moves less with the
 		// machine's speed than the rate does.
-		r.durableCost = costPerAck(g, g.acks*duration.Seconds())
+		r.durableCost = costPerAck(g, float64(g.acked))
 		fmt.Printf("durable: %.0f acks/s, gateway CPU %.0f µs per ack, peak RSS %d MB\n", g.acks, r.durableCost.server, g.rssMB)
 		fmt.Printf("durable CPU per ack: senders %.0f µs, gateway %.0f µs, database server %.0f µs\n",
 			r.durableCost.senders, r.durableCost.server, r.durableCost.database)
@@ -279,7 +279,8 @@ type bench struct {
 
 type gateway struct {
 	url         string
-	acks        float64
+	acks        float64 // per second
+	acked       int64   // 202s of the throughput phases
 	ackLatency  latencies
 	taskLatency latencies
 	pace        processingPace
@@ -478,8 +479,9 @@ func post(url string, body []byte, h http.Header) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// throughput sends back-to-back from n senders for d and returns 202s/s.
-func throughput(url string, t *template, n int, d time.Duration, seq *atomic.Int64) float64 {
+// throughput sends back-to-back from n senders for d and returns the 202s
+// and their rate.
+func throughput(url string, t *template, n int, d time.Duration, seq *atomic.Int64) (int64, float64) {
 	var acks atomic.Int64
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
@@ -495,7 +497,7 @@ func throughput(url string, t *template, n int, d time.Duration, seq *atomic.Int
 		})
 	}
 	wg.Wait()
-	return float64(acks.Load()) / time.Since(start).Seconds()
+	return acks.Load(), float64(acks.Load()) / time.Since(start).Seconds()
 }
 
 type latencies struct {
