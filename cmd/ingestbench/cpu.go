@@ -110,3 +110,33 @@ func (c ackCost) total() float64 { return c.senders + c.server + c.database }
 func durableBudget(ceiling, durable ackCost, share float64) float64 {
 	return ceiling.total()/share - durable.senders
 }
+
+// stealSeconds is the CPU time the hypervisor has taken from this machine's
+// cores since boot (the steal column of /proc/stat, in USER_HZ ticks); 0
+// when it cannot be read. On a shared VM a slow or stalled run shows up
+// here, which tells the machine's noise from the gateway's.
+func stealSeconds() float64 {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	steal, _ := parseSteal(string(raw))
+	return steal
+}
+
+// parseSteal reads the steal seconds of the "cpu" line of /proc/stat
+// (user nice system idle iowait irq softirq steal ...).
+func parseSteal(stat string) (float64, bool) {
+	for line := range strings.SplitSeq(stat, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 9 || fields[0] != "cpu" {
+			continue
+		}
+		ticks, err := strconv.ParseFloat(fields[8], 64)
+		if err != nil {
+			return 0, false
+		}
+		return ticks / 100, true
+	}
+	return 0, false
+}

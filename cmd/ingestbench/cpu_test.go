@@ -110,3 +110,27 @@ func TestCostPerAck(t *testing.T) {
 		t.Errorf("costPerAck with no acks = %+v, want zero", got)
 	}
 }
+
+func TestParseSteal(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		stat   string
+		want   float64
+		wantOK bool
+	}{
+		{"steal column", "cpu  1459699 6956 615674 9378378 136141 0 82362 54442 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n", 544.42, true},
+		{"cpu line not first", "intr 1 2\ncpu  1 2 3 4 5 6 7 250 0 0\n", 2.5, true},
+		{"old kernel without steal", "cpu  1 2 3 4 5 6 7\n", 0, false},
+		{"garbled", "cpu  1 2 3 4 5 6 7 x 0 0\n", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := parseSteal(tt.stat)
+			if math.Abs(got-tt.want) > 1e-9 || ok != tt.wantOK {
+				t.Errorf("parseSteal = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}

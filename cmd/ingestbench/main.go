@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,10 +119,13 @@ type round struct {
 	drainCPUPerTask       float64 // ms of the gateway's CPU per task
 	// The disk phase's fsync p99.
 	diskP99 time.Duration
+	// The most the hypervisor took of the cores during one of its runs.
+	maxStealPct float64
 }
 
 func (b *bench) round(phases map[string]bool, senders int, duration time.Duration) round {
 	var r round
+	b.maxStealPct = 0
 	if phases["disk"] {
 		res := probeDisk(diskDir(b.dbURL), duration)
 		r.diskP99 = res.syncs.p(99)
@@ -202,6 +206,7 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 		r.signedRSSMB = g.rssMB
 		fmt.Printf("64 signed 20 MB uploads: peak RSS %d MB; %s\n", g.rssMB, res)
 	}
+	r.maxStealPct = b.maxStealPct
 	return r
 }
 
@@ -261,6 +266,7 @@ func summarize(rs []round) {
 	}, pct)
 	line("drain CPU ms per task", func(r round) float64 { return r.drainCPUPerTask }, func(v float64) string { return fmt.Sprintf("%.2f", v) })
 	line("peak RSS MB", func(r round) float64 { return float64(r.peakRSSMB) }, rate)
+	line("host steal, worst run", func(r round) float64 { return r.maxStealPct }, func(v float64) string { return fmt.Sprintf("%.1f%%", v) })
 }
 
 type bench struct {
@@ -275,6 +281,9 @@ type bench struct {
 	config string
 	// drainN is how many new issues the drain phase sends.
 	drainN int
+	// maxStealPct is the largest share of the cores the hypervisor took
+	// during one run of the current round.
+	maxStealPct float64
 }
 
 type gateway struct {
@@ -355,7 +364,13 @@ connections:
 	if postgres {
 		databaseBefore = serverCPU()
 	}
+	stealBefore, started := stealSeconds(), time.Now()
 	fn(g)
+	if steal := stealSeconds() - stealBefore; steal > 0 {
+		pct := 100 * steal / (float64(runtime.NumCPU()) * time.Since(started).Seconds())
+		b.maxStealPct = max(b.maxStealPct, pct)
+		fmt.Printf("host steal: %.1f%% of the cores during run %d\n", pct, b.run_)
+	}
 	g.cpuSeconds = processCPU(cmd.Process.Pid) - cpuBefore
 	g.senderCPU = processCPU(os.Getpid()) - sendersBefore
 	if postgres {
