@@ -338,7 +338,7 @@ func (w *Worker) yield(ctx context.Context) {
 func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (int, error) {
 	ds, err := w.st.ClaimDeliveries(ctx, owner, w.now(), w.opts.Lease, w.opts.BatchSize)
 	if err != nil {
-		return 0, fmt.Errorf("claim deliveries: %w", err)
+		return 0, err // the store's error names the claim already
 	}
 	if len(ds) == w.opts.BatchSize {
 		w.wakeOne() // there may be more: bring in another goroutine

@@ -2,10 +2,13 @@ package inbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,6 +111,57 @@ func TestWorkerLogsEachFinishedDelivery(t *testing.T) {
 			if lines[id] != 1 {
 				t.Errorf("delivery %s: %d finished lines, want 1", id, lines[id])
 			}
+		}
+	})
+}
+
+// failingClaimStore fails its first claims as the store does when its
+// database is away: with an error that already names the claim.
+type failingClaimStore struct {
+	store.Store
+	failures atomic.Int64
+}
+
+func (s *failingClaimStore) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]store.Delivery, error) {
+	if s.failures.Add(-1) >= 0 {
+		return nil, fmt.Errorf("claim deliveries: %w", store.ErrUnavailable)
+	}
+	return s.Store.ClaimDeliveries(ctx, owner, now, lease, limit)
+}
+
+// TestWorkerLogsFailingClaimsOnce: claims that keep failing give one WARN
+// line carrying the store's error as it is (not named twice), and one INFO
+// line when they succeed again; the delivery is then processed.
+func TestWorkerLogsFailingClaimsOnce(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		clock := newTestClock()
+		fs := &failingClaimStore{Store: st}
+		fs.failures.Store(3)
+		id := insert(t, st, clock.Now(), body("e-claim", modeOK))[0]
+		logs := &syncBuffer{}
+		logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		w := NewWorker(fs, newFakeProcessor(), logger, clock.Now, fastOptions(WorkerOptions{Concurrency: 1}))
+		runInBackground(t, w.Run)
+		waitStatus(t, st, id, store.DeliverySucceeded, nil)
+
+		var failed, recovered []map[string]any
+		for _, r := range logs.records(t) {
+			switch r["msg"] {
+			case "claim deliveries failed":
+				failed = append(failed, r)
+			case "claim deliveries recovered":
+				recovered = append(recovered, r)
+			}
+		}
+		if len(failed) != 1 || len(recovered) != 1 {
+			t.Fatalf("%d failed and %d recovered lines, want 1 and 1: %v", len(failed), len(recovered), logs.records(t))
+		}
+		if got, want := failed[0]["error"], "claim deliveries: "+store.ErrUnavailable.Error(); got != want {
+			t.Errorf("failed line's error = %q, want %q", got, want)
+		}
+		if failed[0]["level"] != "WARN" || recovered[0]["level"] != "INFO" {
+			t.Errorf("levels = %v, %v; want WARN, INFO", failed[0]["level"], recovered[0]["level"])
 		}
 	})
 }
