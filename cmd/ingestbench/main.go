@@ -67,6 +67,7 @@ func main() {
 	drainN := flag.Int("drain-deliveries", 6000, "new issues the drain phase sends")
 	pruneRows := flag.Int("prune-rows", 100_000, "expired deliveries the prune phase seeds")
 	rounds := flag.Int("rounds", 1, "run the phases this many times, in turn, and report each round and the medians (the VM's speed drifts between runs)")
+	sendersProfile := flag.String("senders-profile", "", "directory for a CPU profile of ingestbench's own process (the senders) over each run, run-N.pprof: where the load generator's CPU per acknowledgement goes")
 	flag.Parse()
 	phases := map[string]bool{}
 	for _, p := range strings.Split(*phaseList, ",") {
@@ -82,7 +83,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("payload: %d bytes, signed (X-Hub-Signature-256); senders: %d; phase: %s\n", len(tmpl.raw), *senders, *duration)
-	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra), drainN: *drainN}
+	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra), drainN: *drainN, profileDir: *sendersProfile}
 	if *preloadDeliveries > 0 || *preloadTasks > 0 {
 		b.seed = func(url string) {
 			began := time.Now()
@@ -284,6 +285,8 @@ type bench struct {
 	// maxStealPct is the largest share of the cores the hypervisor took
 	// during one run of the current round.
 	maxStealPct float64
+	// profileDir, when set, receives a CPU profile of this process per run.
+	profileDir string
 }
 
 type gateway struct {
@@ -365,7 +368,9 @@ connections:
 		databaseBefore = serverCPU()
 	}
 	stealBefore, started := stealSeconds(), time.Now()
+	stopProfile := b.profileSenders()
 	fn(g)
+	stopProfile()
 	if steal := stealSeconds() - stealBefore; steal > 0 {
 		pct := 100 * steal / (float64(runtime.NumCPU()) * time.Since(started).Seconds())
 		b.maxStealPct = max(b.maxStealPct, pct)
