@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -305,9 +304,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		debug.SetMemoryLimit(inbox.SoftMemoryLimit(inflight))
-	}
+	collectorFor(os.LookupEnv, inflight).apply()
 	if err := applyConfig(ctx, cfg, f.adminToken, st, stdout); err != nil {
 		return err
 	}
