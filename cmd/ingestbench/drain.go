@@ -5,10 +5,8 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"net/http"
 	neturl "net/url"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,14 +73,14 @@ func drain(url string, t *template, senders, n int, seq *atomic.Int64) drainResu
 }
 
 // createdBy returns the seconds from start by which share percent of the
-// tasks created at those times existed (0 for none).
+// tasks created at those times existed (0 for none), by the same
+// percentile rule as every latency the tool reports.
 func createdBy(created []time.Time, start time.Time, share float64) float64 {
-	if len(created) == 0 {
-		return 0
+	var since latencies
+	for _, at := range created {
+		since.d = append(since.d, at.Sub(start))
 	}
-	sorted := slices.SortedFunc(slices.Values(created), time.Time.Compare)
-	i := int(math.Ceil(float64(len(sorted))*share/100)) - 1
-	return sorted[max(i, 0)].Sub(start).Seconds()
+	return since.p(share).Seconds()
 }
 
 // waitProcessed waits, at most within, until the deliveries sent up to
