@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestProbeDisk: the probe fsyncs at its pace for the phase and leaves
+// TestProbeDisk: the probe syncs at its pace for the phase and leaves
 // nothing behind; a directory it cannot write in is reported, not measured.
 func TestProbeDisk(t *testing.T) {
 	t.Parallel()
@@ -15,10 +15,10 @@ func TestProbeDisk(t *testing.T) {
 	if r.writeFailure != nil {
 		t.Fatalf("probeDisk: %v", r.writeFailure)
 	}
-	// How many fsyncs fit in 100 ms is the disk's business (a stall takes
+	// How many syncs fit in 100 ms is the disk's business (a stall takes
 	// the whole phase); the pacing allows one a millisecond at most.
 	if r.syncs.n < 1 || r.syncs.n > 101 || len(r.syncs.d) != r.syncs.n {
-		t.Errorf("probeDisk made %d fsyncs (%d timed) in 100 ms, want 1 to 101, each timed", r.syncs.n, len(r.syncs.d))
+		t.Errorf("probeDisk made %d syncs (%d timed) in 100 ms, want 1 to 101, each timed", r.syncs.n, len(r.syncs.d))
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
 		t.Errorf("probeDisk left %v", left)

@@ -4,7 +4,7 @@
 // and acknowledges each webhook as the gateway does, without storing it),
 // ack latency at a fixed 1,000 deliveries/s, receive-to-task-created latency
 // at 500 deliveries/s, a burst's tasks/s against its acks/s with the
-// gateway's CPU per task, the gateway's peak RSS, and (disk.go) the fsync
+// gateway's CPU per task, the gateway's peak RSS, and (disk.go) the sync
 // times of the disk the database is on. It starts `gateway serve`
 // (or, for the ceiling, itself in its ceiling-server mode) as a subprocess
 // per measurement and talks to it over loopback only; every loop is bounded
@@ -63,7 +63,7 @@ func main() {
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
 	preloadDeliveries := flag.Int("preload-deliveries", 0, "finished deliveries stored in each run's fresh database before the gateway starts (the flat-cost experiment; not with the prune phase)")
 	preloadTasks := flag.Int("preload-tasks", 0, "complete tasks, with their creation operations, stored likewise (in a workspace of their own)")
-	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: disk (fsyncs of 16 KiB at 1,000/s beside the database, no gateway: what the disk allows an acknowledgement), ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept), drain (--drain-deliveries new issues sent as fast as they are acknowledged, then tasks/s against acks/s)")
+	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: disk (syncs of 16 KiB at 1,000/s beside the database, no gateway: what the disk allows an acknowledgement), ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept), drain (--drain-deliveries new issues sent as fast as they are acknowledged, then tasks/s against acks/s)")
 	drainN := flag.Int("drain-deliveries", 6000, "new issues the drain phase sends")
 	pruneRows := flag.Int("prune-rows", 100_000, "expired deliveries the prune phase seeds")
 	rounds := flag.Int("rounds", 1, "run the phases this many times, in turn, and report each round and the medians (the VM's speed drifts between runs)")
@@ -118,7 +118,7 @@ type round struct {
 	// The drain phase's rates.
 	drainAcks, drainTasks float64
 	drainCPUPerTask       float64 // ms of the gateway's CPU per task
-	// The disk phase's fsync p99.
+	// The disk phase's sync p99.
 	diskP99 time.Duration
 	// The most the hypervisor took of the cores during one of its runs.
 	maxStealPct float64
@@ -234,7 +234,7 @@ func summarize(rs []round) {
 	rate := func(v float64) string { return fmt.Sprintf("%.0f", v) }
 	pct := func(v float64) string { return fmt.Sprintf("%.0f%%", v) }
 	dur := func(v float64) string { return time.Duration(v).Round(10 * time.Microsecond).String() }
-	line("disk fsync p99", func(r round) float64 { return float64(r.diskP99) }, dur)
+	line("disk sync p99", func(r round) float64 { return float64(r.diskP99) }, dur)
 	line("ceiling acks/s", func(r round) float64 { return r.ceiling }, rate)
 	line("durable acks/s", func(r round) float64 { return r.durable }, rate)
 	line("durable / ceiling", func(r round) float64 {

@@ -81,6 +81,16 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	if err := createPrivate(path); err != nil {
 		return nil, err
 	}
+	// Commit with fdatasync, as SQLite does in every Linux distribution's
+	// build: it flushes the data and the size a commit needs and skips the
+	// timestamp update fsync pushes through the file system's journal on
+	// every commit, with the same durability. The transpiled library keeps
+	// SQLite's source default, fsync, and the switch is process-wide; the
+	// gateway's only SQLite is this driver. Where fdatasync does not exist
+	// (macOS, Windows) SQLite's own sync stays.
+	if _, err := sqlitelib.Fdatasync(true); err != nil && !errors.Is(err, sqlitelib.ErrFdatasyncUnavailable) {
+		return nil, fmt.Errorf("sync with fdatasync: %w", err)
+	}
 	pragmas := []string{"journal_mode(WAL)", "synchronous(FULL)", "foreign_keys(1)", "busy_timeout(10000)"}
 	q := url.Values{}
 	for _, p := range pragmas {

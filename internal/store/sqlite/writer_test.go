@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	sqlitelib "modernc.org/sqlite"
 )
 
 func openScratch(t *testing.T) *Driver {
@@ -161,5 +164,29 @@ func TestStatementJournalsInMemoryOnlyOnTheWriter(t *testing.T) {
 				t.Errorf("temp_store = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestOpenCommitsWithFdatasync: Open switches SQLite's commits to fdatasync
+// where the platform has it. The switch is process-wide, so this test does
+// not run in parallel: paused parallel tests resume only after it.
+func TestOpenCommitsWithFdatasync(t *testing.T) {
+	switch runtime.GOOS {
+	case "linux", "freebsd", "illumos", "netbsd":
+	default:
+		t.Skipf("SQLite does not sync with fdatasync on %s", runtime.GOOS)
+	}
+	if _, err := sqlitelib.Fdatasync(false); err != nil {
+		t.Fatalf("switch fdatasync off: %v", err)
+	}
+	d := openScratch(t)
+	if !sqlitelib.FdatasyncEnabled() {
+		t.Fatal("after Open, SQLite commits with fsync, want fdatasync")
+	}
+	if _, err := d.Exec(context.Background(), `INSERT INTO items (n) VALUES (1)`); err != nil {
+		t.Fatalf("commit with fdatasync: %v", err)
+	}
+	if got := countItems(t, d); got != 1 {
+		t.Errorf("items = %d, want 1", got)
 	}
 }
