@@ -370,13 +370,24 @@ func (q queries) errorScanStop(ctx context.Context, f store.DeliveryFilter) (*st
 
 // claimDeliveries is the claim's UPDATE: $1 now, $2 the owner, $3 the lease
 // expiry, $4 the limit; skipLocked is the driver's SkipLocked.
+//
+// A delivery is free when its entity holds no live lease, or holds the
+// delivery's own (entity_key is the lease table's key: one lease per
+// entity). The two lease subqueries are uncorrelated on purpose: each runs
+// once per claim into a hash, whatever the planner believes about
+// entity_leases. A correlated NOT EXISTS left PostgreSQL free to plan a
+// sequential scan of the lease table per candidate row, which it did once
+// autovacuum had analyzed the table while nearly empty: the table churns
+// (a row per processed delivery), so its dead rows made every claim scan it
+// dozens of times over.
 func claimDeliveries(skipLocked string) string {
 	return `UPDATE deliveries SET status = 'processing', attempts = attempts + 1,
 			lease_owner = $2, lease_expires_at = $3, next_attempt_at = $3
 		WHERE id IN (SELECT id FROM deliveries d
 			WHERE ` + pendingStatuses + ` AND d.next_attempt_at <= $1
-			  AND NOT EXISTS (SELECT 1 FROM entity_leases l WHERE l.entity_key = d.entity_key
-			                  AND l.expires_at > $1 AND l.delivery_id <> d.id)
+			  AND (d.entity_key IS NULL
+			       OR d.entity_key NOT IN (SELECT entity_key FROM entity_leases WHERE expires_at > $1)
+			       OR (d.entity_key, d.id) IN (SELECT entity_key, delivery_id FROM entity_leases WHERE expires_at > $1))
 			ORDER BY d.next_attempt_at LIMIT $4` + skipLocked + `)
 		RETURNING ` + deliverySummaryColumns
 }

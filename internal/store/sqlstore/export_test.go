@@ -31,3 +31,7 @@ func QueuedLookups(s *Store) int { return s.lookups.Queued() }
 
 // BatchesLookups reports whether s reads concurrent entity lookups together.
 func BatchesLookups(s *Store) bool { return s.lookups != nil }
+
+// ClaimDeliveriesSQL is the UPDATE that claims due deliveries, for a
+// dialect's SkipLocked.
+func ClaimDeliveriesSQL(skipLocked string) string { return claimDeliveries(skipLocked) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +30,7 @@ func acquireLease(t testing.TB, s store.Store, entityKey, owner, deliveryID stri
 
 var leaseTests = []contractTest{
 	{name: "entity leases exclude", fn: testEntityLeases},
+	{name: "a claim passes over deliveries whose entity another delivery holds", fn: testClaimSkipsLeasedEntities},
 	{name: "a batch's entity leases are taken at once", fn: testEntityLeaseBatch},
 	{name: "a lost delivery lease still releases its entity lease", fn: testFinishAfterLostLease},
 	{name: "a batch is finished together, each lost lease reported", fn: testFinishDeliveries},
@@ -139,6 +141,64 @@ func testEntityLeases(t *testing.T, s store.Store) {
 	must(t, err)
 	if !ok {
 		t.Fatal("holder's renewal refused")
+	}
+}
+
+// testClaimSkipsLeasedEntities: a due retry whose entity holds another
+// delivery's live lease stays queued; one holding its own lease (its worker
+// died), one whose entity's lease expired, one with a free entity and one
+// with no entity known yet are claimed; the skipped one is claimed once the
+// lease has expired.
+func testClaimSkipsLeasedEntities(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	retryAt := epoch.Add(time.Minute)
+	entities := []string{"held-by-other", "held-by-itself", "lease-expired", "free", ""}
+	ids := make(map[string]string, len(entities))
+	for i, entity := range entities {
+		id := insertDelivery(t, s, newDelivery("skip-"+strconv.Itoa(i)))
+		got, err := s.ClaimDeliveries(ctx, "w1", epoch, time.Minute, 1)
+		must(t, err)
+		if len(got) != 1 || got[0].ID != id {
+			t.Fatalf("first claim of %q = %+v, want delivery %s", entity, got, id)
+		}
+		d := got[0]
+		d.Status, d.EntityKey, d.NextAttemptAt, d.LastError = store.DeliveryRetrying, entity, retryAt, "transient"
+		must(t, s.FinishDelivery(ctx, d, "w1"))
+		ids[entity] = id
+	}
+	for _, l := range []struct {
+		entity, owner, delivery string
+		expires                 time.Time
+	}{
+		{"held-by-other", "w2", uuid.NewString(), epoch.Add(10 * time.Minute)},
+		{"held-by-itself", "w-dead", ids["held-by-itself"], epoch.Add(10 * time.Minute)},
+		{"lease-expired", "w2", uuid.NewString(), epoch.Add(90 * time.Second)},
+	} {
+		ok, err := acquireLease(t, s, l.entity, l.owner, l.delivery, epoch, l.expires)
+		must(t, err)
+		if !ok {
+			t.Fatalf("lease on %q refused", l.entity)
+		}
+	}
+
+	got, err := s.ClaimDeliveries(ctx, "w3", epoch.Add(2*time.Minute), time.Minute, 10)
+	must(t, err)
+	claimed := make(map[string]bool, len(got))
+	for _, d := range got {
+		claimed[d.ID] = true
+	}
+	for _, entity := range entities {
+		if want := entity != "held-by-other"; claimed[ids[entity]] != want {
+			t.Errorf("delivery of entity %q: claimed = %v, want %v", entity, claimed[ids[entity]], want)
+		}
+	}
+
+	// Once the other delivery's lease has expired, the skipped retry is
+	// claimed too.
+	got, err = s.ClaimDeliveries(ctx, "w3", epoch.Add(11*time.Minute), time.Minute, 10)
+	must(t, err)
+	if !slices.ContainsFunc(got, func(d store.Delivery) bool { return d.ID == ids["held-by-other"] }) {
+		t.Errorf("claim after the lease expired = %+v, want it to hold delivery %s", got, ids["held-by-other"])
 	}
 }
 
