@@ -83,7 +83,7 @@ func parseServe(args []string, env Env, stdout, stderr io.Writer) (serveFlags, e
 	fs.StringVar(&f.listen, "listen", envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080"), "listen address (env GATEWAY_LISTEN)")
 	fs.StringVar(&f.configPath, "config", envOr(env, "GATEWAY_CONFIG", ""), "YAML config file (env GATEWAY_CONFIG)")
 	secretFlag(fs, &f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin API `token` (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset", hidden)
-	fs.IntVar(&f.workers, "workers", 4, "claiming goroutines; each processes a claim of up to 16 deliveries concurrently")
+	fs.IntVar(&f.workers, "workers", 4, "claiming goroutines; each processes a claim of up to 16 deliveries (32 on SQLite) concurrently")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long webhooks in flight and deliveries in hand get to finish (env GATEWAY_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&f.maxInflightBodyBytes, "max-inflight-body-bytes", envOr(env, "GATEWAY_MAX_INFLIGHT_BODY_BYTES", ""), "bound on the webhook body bytes held in memory at once; over it webhooks get 503 with Retry-After e.g. 256MiB (env GATEWAY_MAX_INFLIGHT_BODY_BYTES, config max_inflight_body_bytes; default 256MiB)")
 	if err := parseFlags(fs, serveUsage, args, stdout, stderr); err != nil {
