@@ -8,7 +8,8 @@
 //   - The group commit (groupcommit.go) batches concurrent receipts into one
 //     InsertDeliveries transaction (one fsync for the batch) and wakes the
 //     workers with one notification per batch. A batch is whatever queued
-//     while the previous commit ran: nothing waits for a timer.
+//     while the previous commit ran; on SQLite alone, a batch that finds a
+//     crowd of requests still in the handler waits a moment for them.
 //   - Worker (worker.go) claims due deliveries with a lease, serializes each
 //     source entity with an entity lease (across replicas too), runs a
 //     Processor, and records the outcome, retrying transient failures with

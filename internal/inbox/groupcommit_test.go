@@ -189,3 +189,181 @@ func TestGroupCommitBusy(t *testing.T) {
 type serialRecordingWriter struct{ *recordingWriter }
 
 func (serialRecordingWriter) SerializesWrites() bool { return true }
+
+// pendingRequests are n receipts as submit queues them, their keys
+// prefixed.
+func pendingRequests(prefix string, n, bodyBytes int) []*commitRequest {
+	reqs := make([]*commitRequest, n)
+	for i := range reqs {
+		reqs[i] = &commitRequest{ctx: context.Background(),
+			d:    store.Delivery{DeliveryKey: fmt.Sprintf("%s-%d", prefix, i), Body: make([]byte, bodyBytes)},
+			done: make(chan commitResult, 1)}
+	}
+	return reqs
+}
+
+// TestGroupCommitLingersOnlyForACrowd: on a serial writer a batch waits for
+// company only while at least lingerCompany requests are still in the
+// handler; on a concurrent writer it never does.
+func TestGroupCommitLingersOnlyForACrowd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		writer      DeliveryWriter
+		unsubmitted int64 // requests in the handler that have not submitted
+		batch       int
+		want        bool
+	}{
+		{"serial writer, a crowd", serialRecordingWriter{&recordingWriter{}}, lingerCompany, 1, true},
+		{"serial writer, one short of a crowd", serialRecordingWriter{&recordingWriter{}}, lingerCompany - 1, 1, false},
+		{"serial writer, the batch already full", serialRecordingWriter{&recordingWriter{}}, lingerCompany, lingerBatch, false},
+		{"concurrent writer, a crowd", &recordingWriter{}, 10 * lingerCompany, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGroupCommit(tt.writer, testLogger(t), DefaultMaxBatch, time.Now)
+			g.waiting.Store(int64(tt.batch))
+			g.handling.Store(int64(tt.batch) + tt.unsubmitted)
+			if got := g.crowded(tt.batch); got != tt.want {
+				t.Errorf("crowded(%d) = %v, want %v", tt.batch, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestGroupCommitLingerEnds: a lingering batch takes queued receipts until
+// it holds lingerBatch, or a body would take it past maxBatchBodyBytes (that
+// receipt is carried to the next batch), or the wait or the committer's
+// context ends; what it holds then is committed.
+func TestGroupCommitLingerEnds(t *testing.T) {
+	t.Parallel()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		wait      time.Duration
+		queued    []*commitRequest
+		wantBatch int
+		wantCarry bool
+	}{
+		{"full", context.Background(), time.Hour, pendingRequests("q", lingerBatch+8, 1), lingerBatch, false},
+		{"over the body bytes", context.Background(), time.Hour, pendingRequests("big", 3, maxBatchBodyBytes/2), 2, true},
+		{"the wait over", context.Background(), time.Millisecond, pendingRequests("q", 3, 1), 4, false},
+		{"committer stopping", canceled, time.Hour, nil, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGroupCommit(serialRecordingWriter{&recordingWriter{}}, testLogger(t), DefaultMaxBatch, time.Now)
+			g.lingerFor = tt.wait
+			for _, req := range tt.queued {
+				g.queue <- req
+			}
+			type lingered struct {
+				batch []*commitRequest
+				carry *commitRequest
+			}
+			ended := make(chan lingered, 1)
+			go func() {
+				batch, carry := g.linger(tt.ctx, pendingRequests("first", 1, 1))
+				ended <- lingered{batch, carry}
+			}()
+			select {
+			case got := <-ended:
+				if len(got.batch) != tt.wantBatch || (got.carry != nil) != tt.wantCarry {
+					t.Errorf("linger = %d receipts, carry %v; want %d, carry %v",
+						len(got.batch), got.carry != nil, tt.wantBatch, tt.wantCarry)
+				}
+			case <-time.After(testPollDeadline):
+				t.Fatalf("linger did not end within %v", testPollDeadline)
+			}
+		})
+	}
+}
+
+// TestGroupCommitLingersForTheCrowd: through the committer's loop, a receipt
+// that finds a crowd in the handler is committed together with the crowd's
+// receipts; without the crowd it commits at once, alone.
+func TestGroupCommitLingersForTheCrowd(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		crowd     bool
+		wantFirst int // receipts in the first commit
+	}{
+		{"a crowd", true, lingerBatch},
+		{"no crowd", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := &recordingWriter{}
+			g := newGroupCommit(serialRecordingWriter{w}, testLogger(t), DefaultMaxBatch, time.Now)
+			g.lingerFor = time.Hour // only a full batch ends the wait
+			if tt.crowd {
+				g.handling.Store(lingerCompany + 1)
+			}
+			runInBackground(t, func(ctx context.Context) error { g.run(ctx); return nil })
+
+			first := pendingRequests("first", 1, 1)[0]
+			g.waiting.Add(1)
+			g.queue <- first
+			waitFor(t, "the committer to take the first receipt", func() bool { return len(g.queue) == 0 })
+			if !tt.crowd {
+				awaitCommit(t, first)
+			}
+			rest := pendingRequests("rest", lingerBatch-1, 1)
+			for _, req := range rest {
+				g.queue <- req
+			}
+			for _, req := range rest {
+				awaitCommit(t, req)
+			}
+			if tt.crowd {
+				awaitCommit(t, first)
+			}
+			sizes, _ := w.snapshot()
+			if len(sizes) == 0 || sizes[0] != tt.wantFirst {
+				t.Errorf("batch sizes = %v, want the first of %d", sizes, tt.wantFirst)
+			}
+		})
+	}
+}
+
+// awaitCommit fails t unless req is answered without error by the polling
+// deadline.
+func awaitCommit(t *testing.T, req *commitRequest) {
+	t.Helper()
+	select {
+	case res := <-req.done:
+		if res.err != nil {
+			t.Fatalf("%s: %v", req.d.DeliveryKey, res.err)
+		}
+	case <-time.After(testPollDeadline):
+		t.Fatalf("%s: not committed within %v", req.d.DeliveryKey, testPollDeadline)
+	}
+}
+
+// TestReceiverCountsRequestsInItsHandler: the crowd a batch lingers for is
+// the requests inside the handler, counted from the start of a request to
+// its answer.
+func TestReceiverCountsRequestsInItsHandler(t *testing.T) {
+	t.Parallel()
+	w := &recordingWriter{block: make(chan struct{}), entered: make(chan struct{})}
+	rc, h := startReceiver(t, w, nil, nil, ReceiverOptions{})
+	answered := make(chan int, 1)
+	go func() { answered <- serve(h, webhook(connFake, []byte(`{}`), "counted", secretCurrent)).Code }()
+	<-w.entered
+	if got := rc.commits.handling.Load(); got != 1 {
+		t.Errorf("requests in the handler while one commits = %d, want 1", got)
+	}
+	close(w.block)
+	if code := <-answered; code != http.StatusAccepted {
+		t.Errorf("status = %d, want %d", code, http.StatusAccepted)
+	}
+	if got := rc.commits.handling.Load(); got != 0 {
+		t.Errorf("requests in the handler once answered = %d, want 0", got)
+	}
+}

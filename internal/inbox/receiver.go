@@ -156,6 +156,8 @@ func (rc *Receiver) Run(ctx context.Context) error {
 // ServeHTTP receives one delivery for the connection named by the route's
 // {connection}.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc.commits.handling.Add(1)
+	defer rc.commits.handling.Add(-1)
 	rec := &metrics.StatusRecorder{ResponseWriter: w}
 	w = rec
 	defer func() { rc.opts.Metrics.WebhookAnswered(rc.knownConnection(r), rec.Status()) }()

@@ -1,7 +1,8 @@
 package storetest
 
 // The group commit's statement: one InsertDeliveries per batch of receipts
-// (docs/benchmarks.md, "Statement journals in memory"):
+// (docs/benchmarks.md, "Statement journals in memory", and "Receipts that
+// wait for a crowd" for the batch sizes):
 //
 //	go test ./internal/store/storetest -run '^$' -bench 'BenchmarkInsertDeliveries' -benchtime 6000x
 //
@@ -44,7 +45,7 @@ func BenchmarkInsertDeliveries(b *testing.B) {
 		`"X-Github-Hook-Id":["292430182"],"X-Github-Hook-Installation-Target-Id":["79929171"],` +
 		`"X-Github-Hook-Installation-Target-Type":["repository"]}`
 	for _, dialect := range Dialects {
-		for _, batch := range []int{8, 64} {
+		for _, batch := range []int{6, 12, 20, 30, 64} {
 			b.Run(fmt.Sprintf("%s/batch=%d", dialect, batch), func(b *testing.B) {
 				s := Open(b, dialect)
 				ctx := context.Background()
