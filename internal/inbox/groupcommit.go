@@ -53,6 +53,8 @@ type groupCommit struct {
 	handling atomic.Int64
 	// lingerFor is how long a batch may wait for company (zero: never).
 	lingerFor time.Duration
+	// lastBatch is the size of the batch committed last (run's alone).
+	lastBatch int
 	// busyUntil (unix ns on now's clock) ends the busy spell that the last
 	// batch of concurrent receipts started.
 	busyUntil atomic.Int64
@@ -96,15 +98,21 @@ const (
 // pages the batch shares (the table's last leaf, the indexes' appended
 // leaves) and an fsync, so a batch of 30 costs SQLite about 52 µs of CPU a
 // receipt where one of 12 costs 70 (BenchmarkInsertDeliveries), and durable
-// ingest gained three to five points of the ceiling. Only a crowd makes it
+// ingest gained three to ten points of the ceiling. Only a crowd makes it
 // wait, so at a steady 1,000 webhooks/s, with one or two requests in the
 // handler, no receipt ever lingers (docs/benchmarks.md, "Receipts that wait
 // for a crowd"). PostgreSQL never lingers: its batches were already twice as
 // large, and waiting there cost 10–20 points of the same ratio.
+//
+// The crowd counts only after a batch of at least lingerAfterBatch: requests
+// in the handler include slow uploads and bad signatures, which never
+// become receipts, and a few slow connections must not make every receipt
+// wait; only receipts that did commit together show that company comes.
 const (
-	lingerCompany = 16
-	serialLinger  = 2 * time.Millisecond
-	lingerBatch   = 64
+	lingerCompany    = 16
+	lingerAfterBatch = 8
+	serialLinger     = 2 * time.Millisecond
+	lingerBatch      = 64
 )
 
 func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int, now func() time.Time) *groupCommit {
@@ -199,6 +207,7 @@ func (g *groupCommit) run(ctx context.Context) {
 			batch, carry = g.linger(ctx, batch)
 		}
 		g.commit(ctx, batch)
+		g.lastBatch = len(batch)
 		clear(batch) // drop references to answered requests
 	}
 }
@@ -228,10 +237,11 @@ func fits(bytes int, req *commitRequest) bool {
 	return bytes+len(req.d.Body) <= maxBatchBodyBytes
 }
 
-// crowded reports whether a batch of n should wait for company: it may, and
-// at least lingerCompany requests in the handler have not submitted yet.
+// crowded reports whether a batch of n should wait for company: it may, the
+// last batch held at least lingerAfterBatch receipts, and at least
+// lingerCompany requests in the handler have not submitted yet.
 func (g *groupCommit) crowded(n int) bool {
-	return g.lingerFor > 0 && n < min(lingerBatch, g.maxBatch) &&
+	return g.lingerFor > 0 && n < min(lingerBatch, g.maxBatch) && g.lastBatch >= lingerAfterBatch &&
 		g.handling.Load()-g.waiting.Load() >= lingerCompany
 }
 

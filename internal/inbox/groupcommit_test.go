@@ -204,25 +204,30 @@ func pendingRequests(prefix string, n, bodyBytes int) []*commitRequest {
 
 // TestGroupCommitLingersOnlyForACrowd: on a serial writer a batch waits for
 // company only while at least lingerCompany requests are still in the
-// handler; on a concurrent writer it never does.
+// handler and the last batch showed that receipts come together (slow
+// uploads alone are no crowd); on a concurrent writer it never does.
 func TestGroupCommitLingersOnlyForACrowd(t *testing.T) {
 	t.Parallel()
+	serial := func() DeliveryWriter { return serialRecordingWriter{&recordingWriter{}} }
 	tests := []struct {
 		name        string
 		writer      DeliveryWriter
+		lastBatch   int
 		unsubmitted int64 // requests in the handler that have not submitted
 		batch       int
 		want        bool
 	}{
-		{"serial writer, a crowd", serialRecordingWriter{&recordingWriter{}}, lingerCompany, 1, true},
-		{"serial writer, one short of a crowd", serialRecordingWriter{&recordingWriter{}}, lingerCompany - 1, 1, false},
-		{"serial writer, the batch already full", serialRecordingWriter{&recordingWriter{}}, lingerCompany, lingerBatch, false},
-		{"concurrent writer, a crowd", &recordingWriter{}, 10 * lingerCompany, 1, false},
+		{"serial writer, a crowd", serial(), lingerAfterBatch, lingerCompany, 1, true},
+		{"serial writer, one short of a crowd", serial(), lingerAfterBatch, lingerCompany - 1, 1, false},
+		{"serial writer, a crowd after a small batch", serial(), lingerAfterBatch - 1, 10 * lingerCompany, 1, false},
+		{"serial writer, the batch already full", serial(), lingerAfterBatch, lingerCompany, lingerBatch, false},
+		{"concurrent writer, a crowd", &recordingWriter{}, lingerBatch, 10 * lingerCompany, 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := newGroupCommit(tt.writer, testLogger(t), DefaultMaxBatch, time.Now)
+			g.lastBatch = tt.lastBatch
 			g.waiting.Store(int64(tt.batch))
 			g.handling.Store(int64(tt.batch) + tt.unsubmitted)
 			if got := g.crowded(tt.batch); got != tt.want {
@@ -303,6 +308,7 @@ func TestGroupCommitLingersForTheCrowd(t *testing.T) {
 			g := newGroupCommit(serialRecordingWriter{w}, testLogger(t), DefaultMaxBatch, time.Now)
 			g.lingerFor = time.Hour // only a full batch ends the wait
 			if tt.crowd {
+				g.lastBatch = lingerAfterBatch
 				g.handling.Store(lingerCompany + 1)
 			}
 			runInBackground(t, func(ctx context.Context) error { g.run(ctx); return nil })
