@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -55,6 +56,8 @@ type groupCommit struct {
 	lingerFor time.Duration
 	// lastBatch is the size of the batch committed last (run's alone).
 	lastBatch int
+	// metrics, when set, observes each commit's receipts.
+	metrics *metrics.Metrics
 	// busyUntil (unix ns on now's clock) ends the busy spell that the last
 	// batch of concurrent receipts started.
 	busyUntil atomic.Int64
@@ -356,6 +359,7 @@ func (g *groupCommit) insert(ctx context.Context, reqs []*commitRequest) ([]stor
 	if len(res) != len(ds) {
 		return nil, fmt.Errorf("commit deliveries: %d results for %d deliveries", len(res), len(ds))
 	}
+	g.metrics.InboxCommitted(len(ds))
 	return res, nil
 }
 

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -21,12 +23,14 @@ func withConnection(req *http.Request, conn string) *http.Request {
 }
 
 // TestGroupCommitBatchesWhileCommitting: requests arriving while a commit is
-// in flight are committed together in the next transaction, and workers are
-// woken once per batch at most.
+// in flight are committed together in the next transaction (and the
+// metrics observe each commit's receipts), and workers are woken once per
+// batch at most.
 func TestGroupCommitBatchesWhileCommitting(t *testing.T) {
 	t.Parallel()
 	w := &recordingWriter{block: make(chan struct{}), entered: make(chan struct{})}
-	rc, h := startReceiver(t, w, nil, nil, ReceiverOptions{})
+	m := metrics.New(prometheus.NewRegistry())
+	rc, h := startReceiver(t, w, nil, nil, ReceiverOptions{Metrics: m})
 
 	codes := make(chan int, 10)
 	post := func(key string) {
@@ -54,6 +58,9 @@ func TestGroupCommitBatchesWhileCommitting(t *testing.T) {
 	sizes, _ := w.snapshot()
 	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != queued {
 		t.Errorf("batch sizes = %v, want [1 %d]", sizes, queued)
+	}
+	if count, sum := commitReceipts(t, m); count != 2 || sum != queued+1 {
+		t.Errorf("gateway_inbox_commit_receipts: %d commits of %v receipts, want 2 of %d", count, sum, queued+1)
 	}
 	waitFor(t, "a notification", func() bool {
 		_, n := w.snapshot()
@@ -189,6 +196,24 @@ func TestGroupCommitBusy(t *testing.T) {
 type serialRecordingWriter struct{ *recordingWriter }
 
 func (serialRecordingWriter) SerializesWrites() bool { return true }
+
+// commitReceipts is the sample count and sum of m's
+// gateway_inbox_commit_receipts.
+func commitReceipts(t *testing.T, m *metrics.Metrics) (uint64, float64) {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "gateway_inbox_commit_receipts" {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatal("gateway_inbox_commit_receipts: not gathered")
+	return 0, 0
+}
 
 // pendingRequests are n receipts as submit queues them, their keys
 // prefixed.

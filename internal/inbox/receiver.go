@@ -57,7 +57,8 @@ type ReceiverOptions struct {
 	// at once (DefaultMaxInflightBodyBytes when zero); a request that would
 	// go over it is answered 503 with Retry-After at once.
 	MaxInflightBodyBytes int64
-	// Metrics, when set, counts the answers and times the acknowledgements.
+	// Metrics, when set, counts the answers, times the acknowledgements and
+	// observes the receipts of each commit.
 	Metrics *metrics.Metrics
 }
 
@@ -112,13 +113,15 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 		opts.MaxBatch = DefaultMaxBatch
 	}
 	secretHeaders := secretHeadersOf(adapters)
+	commits := newGroupCommit(st, logger, opts.MaxBatch, now)
+	commits.metrics = opts.Metrics
 	return &Receiver{
 		adapters:      adapters,
 		connections:   connections,
 		logger:        logger,
 		now:           now,
 		opts:          opts,
-		commits:       newGroupCommit(st, logger, opts.MaxBatch, now),
+		commits:       commits,
 		bodies:        newBodyBudget(opts.MaxInflightBodyBytes),
 		secretHeaders: secretHeaders,
 		badSignatures: httpapi.NewLogSampler(badSignatureLogInterval, now),

@@ -31,12 +31,17 @@ var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 // processingBuckets span an immediate processing to a backlog of hours.
 var processingBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600}
 
+// commitReceiptBuckets span a lone receipt to the group commit's largest
+// batch (inbox.DefaultMaxBatch).
+var commitReceiptBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}
+
 // Metrics are the gateway's metric families, registered on one registry.
 type Metrics struct {
 	reg *prometheus.Registry
 
 	webhookRequests    *prometheus.CounterVec
 	webhookAck         *prometheus.HistogramVec
+	commitReceipts     prometheus.Histogram
 	processing         *prometheus.HistogramVec
 	taskActions        *prometheus.CounterVec
 	recoveryActions    *prometheus.CounterVec
@@ -63,6 +68,11 @@ func New(reg *prometheus.Registry) *Metrics {
 			Help:    "Time from a webhook's receipt to its 2xx, the delivery durably committed.",
 			Buckets: latencyBuckets,
 		}, []string{"connection"}),
+		commitReceipts: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gateway_inbox_commit_receipts",
+			Help:    "Receipts committed together in one inbox transaction (the group commit's batch; one fsync each).",
+			Buckets: commitReceiptBuckets,
+		}),
 		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gateway_delivery_processing_seconds",
 			Help:    "Time from a delivery's receipt to its finished outcome (succeeded, ignored, suppressed, failed).",
@@ -99,7 +109,7 @@ func New(reg *prometheus.Registry) *Metrics {
 	}
 	m.inbox = &inboxGauges{m: m}
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	reg.MustRegister(m.webhookRequests, m.webhookAck, m.processing, m.taskActions, m.recoveryActions,
+	reg.MustRegister(m.webhookRequests, m.webhookAck, m.commitReceipts, m.processing, m.taskActions, m.recoveryActions,
 		m.providerAPI, m.retentionDeleted, m.redelivered, m.inbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range store.DeliveryStatuses {
@@ -141,6 +151,14 @@ func (m *Metrics) WebhookAcknowledged(connection string, received time.Time) {
 		return
 	}
 	m.webhookAck.WithLabelValues(connection).Observe(time.Since(received).Seconds())
+}
+
+// InboxCommitted observes one inbox transaction that committed n receipts.
+func (m *Metrics) InboxCommitted(n int) {
+	if m == nil {
+		return
+	}
+	m.commitReceipts.Observe(float64(n))
 }
 
 // DeliveryFinished records a delivery whose outcome was just written, when

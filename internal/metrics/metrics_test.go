@@ -133,6 +133,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.WebhookAnswered("gh", 202)
 	m.WebhookAcknowledged("gh", time.Now())
+	m.InboxCommitted(3)
 	m.DeliveryFinished(store.Delivery{Status: store.DeliverySucceeded})
 	m.RecoveryAction("resume")
 	m.ProviderAPIRequest("github", 200)
@@ -207,6 +208,37 @@ func value(t *testing.T, m *Metrics, family string, labels ...string) float64 {
 	}
 	t.Fatalf("%s%v: not gathered", family, labels)
 	return 0
+}
+
+// TestInboxCommitted: each inbox transaction is one observation of the
+// receipts it committed.
+func TestInboxCommitted(t *testing.T) {
+	t.Parallel()
+	m := New(prometheus.NewRegistry())
+	m.InboxCommitted(1)
+	m.InboxCommitted(30)
+	count, sum := histogram(t, m, "gateway_inbox_commit_receipts")
+	if count != 2 || sum != 31 {
+		t.Errorf("gateway_inbox_commit_receipts: %d observations summing to %v, want 2 summing to 31", count, sum)
+	}
+}
+
+// histogram gathers m and returns the sample count and sum of the
+// unlabelled histogram family.
+func histogram(t *testing.T, m *Metrics, family string) (uint64, float64) {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == family && len(mf.GetMetric()) == 1 {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatalf("%s: not gathered", family)
+	return 0, 0
 }
 
 func TestProviderTransportCountsByStatus(t *testing.T) {
