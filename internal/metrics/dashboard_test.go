@@ -29,6 +29,8 @@ func gatheredFamilies(t *testing.T) (names map[string]bool, histograms map[strin
 	m.RecoveryAction("resume_preparing")
 	m.ProviderAPIRequest("github", 200)
 	m.RetentionDeleted("deliveries", 1)
+	m.MissedDeliveryRedelivered("c")
+	m.InboxCommitted(1)
 	mfs, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
