@@ -205,7 +205,7 @@ func (g *groupCommit) run(ctx context.Context) {
 			case first = <-g.queue:
 			}
 		}
-		batch, carry = g.fill(append(batch[:0], first), len(first.d.Body))
+		batch, carry = g.fill(ctx, append(batch[:0], first), g.maxBatch, nil)
 		if carry == nil && g.crowded(len(batch)) {
 			batch, carry = g.linger(ctx, batch)
 		}
@@ -215,15 +215,18 @@ func (g *groupCommit) run(ctx context.Context) {
 	}
 }
 
-// fill adds the queued requests to batch, up to maxBatch, until the next
-// would take it past maxBatchBodyBytes (that request is returned as carry,
-// for the next batch).
-func (g *groupCommit) fill(batch []*commitRequest, bytes int) ([]*commitRequest, *commitRequest) {
-	for len(batch) < g.maxBatch && bytes < maxBatchBodyBytes {
-		var req *commitRequest
-		select {
-		case req = <-g.queue:
-		default:
+// fill adds queued requests to batch, up to limit, until the next would take
+// it past maxBatchBodyBytes (that request is returned as carry, for the next
+// batch). With a nil wait it takes what is queued already; otherwise it also
+// waits for more, until wait fires or ctx ends.
+func (g *groupCommit) fill(ctx context.Context, batch []*commitRequest, limit int, wait <-chan time.Time) ([]*commitRequest, *commitRequest) {
+	bytes := 0
+	for _, req := range batch {
+		bytes += len(req.d.Body)
+	}
+	for len(batch) < limit && bytes < maxBatchBodyBytes {
+		req := g.next(ctx, wait)
+		if req == nil {
 			return batch, nil
 		}
 		if !fits(bytes, req) {
@@ -233,6 +236,26 @@ func (g *groupCommit) fill(batch []*commitRequest, bytes int) ([]*commitRequest,
 		bytes += len(req.d.Body)
 	}
 	return batch, nil
+}
+
+// next is the next queued request, or nil: at once when wait is nil, else
+// once wait fires or ctx ends.
+func (g *groupCommit) next(ctx context.Context, wait <-chan time.Time) *commitRequest {
+	if wait == nil {
+		select {
+		case req := <-g.queue:
+			return req
+		default:
+			return nil
+		}
+	}
+	select {
+	case req := <-g.queue:
+		return req
+	case <-wait:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // fits reports whether req's body may join a batch holding bytes.
@@ -248,32 +271,13 @@ func (g *groupCommit) crowded(n int) bool {
 		g.handling.Load()-g.waiting.Load() >= lingerCompany
 }
 
-// linger adds requests to batch as they are queued, for at most lingerFor,
-// until it holds lingerBatch receipts or the next would take it past
-// maxBatchBodyBytes (returned as carry). The requests already taken are
-// committed whatever happens meanwhile: a stop ends the wait, not the batch.
+// linger fills batch for at most lingerFor, up to lingerBatch receipts. The
+// requests already taken are committed whatever happens meanwhile: a stop
+// ends the wait, not the batch.
 func (g *groupCommit) linger(ctx context.Context, batch []*commitRequest) ([]*commitRequest, *commitRequest) {
 	timer := time.NewTimer(g.lingerFor)
 	defer timer.Stop()
-	bytes := 0
-	for _, req := range batch {
-		bytes += len(req.d.Body)
-	}
-	for len(batch) < min(lingerBatch, g.maxBatch) {
-		select {
-		case req := <-g.queue:
-			if !fits(bytes, req) {
-				return batch, req
-			}
-			batch = append(batch, req)
-			bytes += len(req.d.Body)
-		case <-timer.C:
-			return batch, nil
-		case <-ctx.Done():
-			return batch, nil
-		}
-	}
-	return batch, nil
+	return g.fill(ctx, batch, min(lingerBatch, g.maxBatch), timer.C)
 }
 
 // maxBatchBodyBytes caps the body bytes of one batch (one delivery always
