@@ -118,7 +118,8 @@ const (
 	lingerBatch      = 64
 )
 
-func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int, now func() time.Time) *groupCommit {
+// newGroupCommit commits receipts to st; m, when set, observes each commit.
+func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int, now func() time.Time, m *metrics.Metrics) *groupCommit {
 	hold, linger := busyHold, time.Duration(0)
 	if serializesWrites(st) {
 		hold, linger = serialBusyHold, serialLinger
@@ -126,6 +127,7 @@ func newGroupCommit(st DeliveryWriter, logger *slog.Logger, maxBatch int, now fu
 	return &groupCommit{
 		hold:      hold,
 		lingerFor: linger,
+		metrics:   m,
 		st:        st,
 		now:       now,
 		logger:    logger,

@@ -87,7 +87,7 @@ func TestGroupCommitIsolatesBadRow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			w := &poisonWriter{err: tt.err}
-			g := newGroupCommit(w, testLogger(t), DefaultMaxBatch, time.Now)
+			g := newGroupCommit(w, testLogger(t), DefaultMaxBatch, time.Now, nil)
 			batch := []*commitRequest{
 				{ctx: context.Background(), d: store.Delivery{DeliveryKey: "good-1"}, done: make(chan commitResult, 1)},
 				{ctx: context.Background(), d: store.Delivery{DeliveryKey: "poison"}, done: make(chan commitResult, 1)},
@@ -159,7 +159,7 @@ func TestGroupCommitBusy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			clock := newTestClock()
-			g := newGroupCommit(tt.writer, testLogger(t), DefaultMaxBatch, clock.Now)
+			g := newGroupCommit(tt.writer, testLogger(t), DefaultMaxBatch, clock.Now, nil)
 			batch := func(n int) []*commitRequest {
 				reqs := make([]*commitRequest, n)
 				for i := range reqs {
@@ -251,7 +251,7 @@ func TestGroupCommitLingersOnlyForACrowd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGroupCommit(tt.writer, testLogger(t), DefaultMaxBatch, time.Now)
+			g := newGroupCommit(tt.writer, testLogger(t), DefaultMaxBatch, time.Now, nil)
 			g.lastBatch = tt.lastBatch
 			g.waiting.Store(int64(tt.batch))
 			g.handling.Store(int64(tt.batch) + tt.unsubmitted)
@@ -286,7 +286,7 @@ func TestGroupCommitLingerEnds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGroupCommit(serialRecordingWriter{&recordingWriter{}}, testLogger(t), DefaultMaxBatch, time.Now)
+			g := newGroupCommit(serialRecordingWriter{&recordingWriter{}}, testLogger(t), DefaultMaxBatch, time.Now, nil)
 			g.lingerFor = tt.wait
 			for _, req := range tt.queued {
 				g.queue <- req
@@ -330,7 +330,7 @@ func TestGroupCommitLingersForTheCrowd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			w := &recordingWriter{}
-			g := newGroupCommit(serialRecordingWriter{w}, testLogger(t), DefaultMaxBatch, time.Now)
+			g := newGroupCommit(serialRecordingWriter{w}, testLogger(t), DefaultMaxBatch, time.Now, nil)
 			g.lingerFor = time.Hour // only a full batch ends the wait
 			if tt.crowd {
 				g.lastBatch = lingerAfterBatch

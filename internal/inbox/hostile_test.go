@@ -405,7 +405,7 @@ func (w *switchableWriter) Notify(context.Context, string) error { return nil }
 func TestBigBodiesCommitAFewAtATime(t *testing.T) {
 	t.Parallel()
 	w := &recordingWriter{block: make(chan struct{}), entered: make(chan struct{})}
-	g := newGroupCommit(w, testLogger(t), DefaultMaxBatch, time.Now)
+	g := newGroupCommit(w, testLogger(t), DefaultMaxBatch, time.Now, nil)
 	t.Cleanup(runInBackground(t, func(ctx context.Context) error { g.run(ctx); return nil }))
 
 	var wg sync.WaitGroup

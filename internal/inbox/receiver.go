@@ -113,15 +113,13 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 		opts.MaxBatch = DefaultMaxBatch
 	}
 	secretHeaders := secretHeadersOf(adapters)
-	commits := newGroupCommit(st, logger, opts.MaxBatch, now)
-	commits.metrics = opts.Metrics
 	return &Receiver{
 		adapters:      adapters,
 		connections:   connections,
 		logger:        logger,
 		now:           now,
 		opts:          opts,
-		commits:       commits,
+		commits:       newGroupCommit(st, logger, opts.MaxBatch, now, opts.Metrics),
 		bodies:        newBodyBudget(opts.MaxInflightBodyBytes),
 		secretHeaders: secretHeaders,
 		badSignatures: httpapi.NewLogSampler(badSignatureLogInterval, now),
