@@ -1,10 +1,15 @@
 package jira
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+
+	jira "github.com/andygrunwald/go-jira"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/adaptertest"
@@ -21,6 +26,52 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse: ExternalID %q, EntityKey %q", e.ExternalID, e.EntityKey)
 		}
 	})
+}
+
+// FuzzDecodeIssue: every issue go-jira decodes as a whole jira.Issue,
+// decodeIssue decodes too, to the same values of the members Parse reads
+// (it also decodes issues whose other fields go-jira refuses).
+func FuzzDecodeIssue(f *testing.F) {
+	adaptertest.AddFixtures(f, fixtureDir)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		raw, err := decodeEnvelope(body)
+		if err != nil || isNull(raw.Issue) {
+			return
+		}
+		var full jira.Issue
+		if unmarshalIssue(raw.Issue, &full) != nil {
+			return
+		}
+		got, err := decodeIssue(raw.Issue)
+		if err != nil {
+			t.Fatalf("decodeIssue refused an issue go-jira decodes: %v", err)
+		}
+		if want := readMembers(&full); !reflect.DeepEqual(readMembers(got), want) {
+			t.Fatalf("decodeIssue = %+v, go-jira = %+v", readMembers(got), want)
+		}
+	})
+}
+
+// readMembers is issue with only the members Parse reads: the reference
+// FuzzDecodeIssue holds decodeIssue to, read from go-jira's whole decode.
+func readMembers(issue *jira.Issue) *jira.Issue {
+	out := &jira.Issue{ID: issue.ID, Key: issue.Key, Self: issue.Self}
+	if f := issue.Fields; f != nil {
+		out.Fields = &jira.IssueFields{Project: f.Project, Resolution: f.Resolution, Updated: f.Updated,
+			Description: f.Description, Summary: f.Summary, Status: f.Status, Labels: f.Labels}
+	}
+	return out
+}
+
+// unmarshalIssue is json.Unmarshal into a whole jira.Issue, whose custom
+// field decoding is third-party code: a panic in it is an error here.
+func unmarshalIssue(data []byte, issue *jira.Issue) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("go-jira: %v", r)
+		}
+	}()
+	return json.Unmarshal(data, issue)
 }
 
 var fuzzSecrets = [][]byte{[]byte("current-secret"), []byte("previous-secret")}
