@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzDecodeEvent: decodeEvent accepts exactly the bodies go-github's
+// FuzzDecodeEvent: connectors.DecodeJSON accepts exactly the bodies go-github's
 // ParseWebHook accepts, and gives the same event for them. The trimmed
 // issuesEvent and pullRequestEvent Parse decodes accept every body
 // IssuesEvent and PullRequestEvent accept, with the same action,
@@ -44,18 +44,18 @@ func FuzzDecodeEvent(f *testing.F) {
 		} {
 			want, wantErr := gh.ParseWebHook(tc.event, body)
 			got := tc.into()
-			err := decodeEvent(body, got)
+			err := connectors.DecodeJSON(body, got)
 			switch {
 			case (err == nil) != (wantErr == nil):
-				t.Fatalf("%s: decodeEvent error = %v, ParseWebHook error = %v", tc.event, err, wantErr)
+				t.Fatalf("%s: DecodeJSON error = %v, ParseWebHook error = %v", tc.event, err, wantErr)
 			case err == nil && !reflect.DeepEqual(got, want):
-				t.Fatalf("%s: decodeEvent = %+v, ParseWebHook = %+v", tc.event, got, want)
+				t.Fatalf("%s: DecodeJSON = %+v, ParseWebHook = %+v", tc.event, got, want)
 			}
 		}
 		if want, err := gh.ParseWebHook("pull_request", body); err == nil {
 			full := want.(*gh.PullRequestEvent)
 			var trimmed pullRequestEvent
-			if err := decodeEvent(body, &trimmed); err != nil {
+			if err := connectors.DecodeJSON(body, &trimmed); err != nil {
 				t.Fatalf("pullRequestEvent refused a body PullRequestEvent accepts: %v", err)
 			}
 			if !reflect.DeepEqual(trimmed.Action, full.Action) ||
@@ -70,7 +70,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		full := want.(*gh.IssuesEvent)
 		var trimmed issuesEvent
-		if err := decodeEvent(body, &trimmed); err != nil {
+		if err := connectors.DecodeJSON(body, &trimmed); err != nil {
 			t.Fatalf("issuesEvent refused a body IssuesEvent accepts: %v", err)
 		}
 		if !reflect.DeepEqual(trimmed.Action, full.Action) || !reflect.DeepEqual(trimmed.Issue.issue(), readMembers(full.Issue)) ||

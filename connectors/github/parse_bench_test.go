@@ -6,16 +6,18 @@ import (
 	"testing"
 
 	gh "github.com/google/go-github/v62/github"
+
+	"github.com/trackergateway/gateway/connectors"
 )
 
 // BenchmarkDecodeIssuesEvent decodes the 13.5 KB issues.opened fixture as
-// Parse does (decodeEvent into issuesEvent), and for comparison into the
-// whole of go-github's IssuesEvent, with decodeEvent and with go-github's
+// Parse does (connectors.DecodeJSON into issuesEvent), and for comparison into the
+// whole of go-github's IssuesEvent, with connectors.DecodeJSON and with go-github's
 // own ParseWebHook (encoding/json).
 func BenchmarkDecodeIssuesEvent(b *testing.B) {
 	benchmarkDecode(b, "issues.opened.json", []decodeVariant{
-		{"issuesEvent", func(body []byte) error { return decodeEvent(body, new(issuesEvent)) }},
-		{"IssuesEvent", func(body []byte) error { return decodeEvent(body, new(gh.IssuesEvent)) }},
+		{"issuesEvent", func(body []byte) error { return connectors.DecodeJSON(body, new(issuesEvent)) }},
+		{"IssuesEvent", func(body []byte) error { return connectors.DecodeJSON(body, new(gh.IssuesEvent)) }},
 		{"ParseWebHook", func(body []byte) error { _, err := gh.ParseWebHook("issues", body); return err }},
 	})
 }
@@ -25,8 +27,8 @@ func BenchmarkDecodeIssuesEvent(b *testing.B) {
 // go-github's PullRequestEvent.
 func BenchmarkDecodePullRequestEvent(b *testing.B) {
 	benchmarkDecode(b, "pull_request.opened.json", []decodeVariant{
-		{"pullRequestEvent", func(body []byte) error { return decodeEvent(body, new(pullRequestEvent)) }},
-		{"PullRequestEvent", func(body []byte) error { return decodeEvent(body, new(gh.PullRequestEvent)) }},
+		{"pullRequestEvent", func(body []byte) error { return connectors.DecodeJSON(body, new(pullRequestEvent)) }},
+		{"PullRequestEvent", func(body []byte) error { return connectors.DecodeJSON(body, new(gh.PullRequestEvent)) }},
 	})
 }
 
