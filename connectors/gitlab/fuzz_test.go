@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"testing"
+
+	gitlab "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/adaptertest"
@@ -29,6 +32,63 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzDecodeEvent: every body client-go's ParseWebhook decodes as an
+// issue or a merge request event, connectors.DecodeJSON decodes into
+// issueEvent or mergeEvent too, to the same values of the members Parse
+// reads (it also decodes bodies whose other members client-go refuses).
+func FuzzDecodeEvent(f *testing.F) {
+	adaptertest.AddFixtures(f, fixtureDir)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if full, err := gitlab.ParseWebhook(gitlab.EventTypeIssue, body); err == nil {
+			var got issueEvent
+			if err := connectors.DecodeJSON(body, &got); err != nil {
+				t.Fatalf("issueEvent refused a body IssueEvent accepts: %v", err)
+			}
+			if want := readIssueMembers(full.(*gitlab.IssueEvent)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("issueEvent = %+v, IssueEvent's members = %+v", got, want)
+			}
+		}
+		if full, err := gitlab.ParseWebhook(gitlab.EventTypeMergeRequest, body); err == nil {
+			var got mergeEvent
+			if err := connectors.DecodeJSON(body, &got); err != nil {
+				t.Fatalf("mergeEvent refused a body MergeEvent accepts: %v", err)
+			}
+			if want := readMergeMembers(full.(*gitlab.MergeEvent)); !reflect.DeepEqual(got, want) {
+				t.Fatalf("mergeEvent = %+v, MergeEvent's members = %+v", got, want)
+			}
+		}
+	})
+}
+
+// readIssueMembers is the members of ev Parse reads, from client-go's whole
+// decode: the reference FuzzDecodeEvent holds issueEvent to.
+func readIssueMembers(ev *gitlab.IssueEvent) issueEvent {
+	var m issueEvent
+	a := ev.ObjectAttributes
+	m.Project.PathWithNamespace = ev.Project.PathWithNamespace
+	m.ObjectAttributes.ID, m.ObjectAttributes.IID, m.ObjectAttributes.MovedToID = a.ID, a.IID, a.MovedToID
+	m.ObjectAttributes.Title, m.ObjectAttributes.Description, m.ObjectAttributes.UpdatedAt = a.Title, a.Description, a.UpdatedAt
+	m.ObjectAttributes.URL, m.ObjectAttributes.State, m.ObjectAttributes.Action = a.URL, a.State, a.Action
+	m.ObjectAttributes.Labels, m.Labels = a.Labels, ev.Labels
+	return m
+}
+
+// readMergeMembers is readIssueMembers for a merge request event.
+func readMergeMembers(ev *gitlab.MergeEvent) mergeEvent {
+	var m mergeEvent
+	a := ev.ObjectAttributes
+	m.User = ev.User
+	m.Project.PathWithNamespace = ev.Project.PathWithNamespace
+	m.ObjectAttributes.ID, m.ObjectAttributes.IID, m.ObjectAttributes.AuthorID = a.ID, a.IID, a.AuthorID
+	m.ObjectAttributes.Title, m.ObjectAttributes.Description, m.ObjectAttributes.UpdatedAt = a.Title, a.Description, a.UpdatedAt
+	m.ObjectAttributes.URL, m.ObjectAttributes.State, m.ObjectAttributes.Action = a.URL, a.State, a.Action
+	m.ObjectAttributes.SourceBranch, m.ObjectAttributes.TargetBranch = a.SourceBranch, a.TargetBranch
+	m.ObjectAttributes.Draft, m.ObjectAttributes.WorkInProgress = a.Draft, a.WorkInProgress
+	m.ObjectAttributes.LastCommit.ID = a.LastCommit.ID
+	m.ObjectAttributes.Labels, m.Labels = a.Labels, ev.Labels
+	return m
 }
 
 var fuzzSecrets = [][]byte{[]byte("current-secret"), []byte("previous-secret")}

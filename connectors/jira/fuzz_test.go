@@ -1,6 +1,7 @@
 package jira
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +49,34 @@ func FuzzDecodeIssue(f *testing.F) {
 		}
 		if want := readMembers(&full); !reflect.DeepEqual(readMembers(got), want) {
 			t.Fatalf("decodeIssue = %+v, go-jira = %+v", readMembers(got), want)
+		}
+	})
+}
+
+// FuzzDecodeEnvelope: decodeEnvelope accepts exactly the bodies
+// encoding/json decodes into the envelope's fields, to the same values.
+func FuzzDecodeEnvelope(f *testing.F) {
+	adaptertest.AddFixtures(f, fixtureDir)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var want struct {
+			Timestamp          json.Number     `json:"timestamp"`
+			WebhookEvent       string          `json:"webhookEvent"`
+			IssueEventTypeName string          `json:"issue_event_type_name"`
+			User               json.RawMessage `json:"user"`
+			Issue              json.RawMessage `json:"issue"`
+			Changelog          json.RawMessage `json:"changelog"`
+		}
+		wantErr := json.Unmarshal(body, &want)
+		got, err := decodeEnvelope(body)
+		switch {
+		case (err == nil) != (wantErr == nil):
+			t.Fatalf("decodeEnvelope error = %v, encoding/json error = %v", err, wantErr)
+		case err != nil:
+			return
+		case got.Timestamp != want.Timestamp || got.WebhookEvent != want.WebhookEvent ||
+			got.IssueEventTypeName != want.IssueEventTypeName || !bytes.Equal(got.User, want.User) ||
+			!bytes.Equal(got.Issue, want.Issue) || !bytes.Equal(got.Changelog, want.Changelog):
+			t.Fatalf("decodeEnvelope = %+v, encoding/json = %+v", got, want)
 		}
 	})
 }

@@ -104,7 +104,8 @@ type Webhook struct {
 // rawWebhook splits the body so that a part go-jira cannot decode (a time or
 // a field in a format it does not expect) does not lose the rest.
 type rawWebhook struct {
-	Timestamp          json.Number     `json:"timestamp"`
+	Timestamp          json.Number     `json:"-"` // from RawTimestamp
+	RawTimestamp       json.RawMessage `json:"timestamp"`
 	WebhookEvent       string          `json:"webhookEvent"`
 	IssueEventTypeName string          `json:"issue_event_type_name"`
 	User               json.RawMessage `json:"user"`
@@ -112,10 +113,21 @@ type rawWebhook struct {
 	Changelog          json.RawMessage `json:"changelog"`
 }
 
+// decodeEnvelope splits the body with connectors.DecodeJSON, which skips
+// encoding/json's pass validating the whole body first, and then reads
+// the timestamp as encoding/json reads a json.Number (a number, or a
+// string holding one), which the faster decoder does not know
+// (FuzzDecodeEnvelope holds both to encoding/json's decode of the same
+// fields).
 func decodeEnvelope(body []byte) (*rawWebhook, error) {
 	var raw rawWebhook
-	if err := json.Unmarshal(body, &raw); err != nil {
+	if err := connectors.DecodeJSON(body, &raw); err != nil {
 		return nil, err
+	}
+	if len(raw.RawTimestamp) > 0 {
+		if err := json.Unmarshal(raw.RawTimestamp, &raw.Timestamp); err != nil {
+			return nil, fmt.Errorf("timestamp: %w", err)
+		}
 	}
 	return &raw, nil
 }
@@ -177,7 +189,7 @@ func isNull(m json.RawMessage) bool {
 // into a jira.Issue instead.
 func decodeIssue(data json.RawMessage) (issue *jira.Issue, err error) {
 	var members issueMembers
-	if err := json.Unmarshal(data, &members); err == nil {
+	if err := connectors.DecodeJSON(data, &members); err == nil {
 		return members.issue(), nil
 	}
 	var lenient lenientIssue
@@ -217,15 +229,16 @@ func decodeIssue(data json.RawMessage) (issue *jira.Issue, err error) {
 	return issue, nil
 }
 
-// issueMembers is the part of an issue Parse reads, in go-jira's types.
-// Decoding a whole jira.Issue costs more than the rest of a delivery's
-// parse: IssueFields' own decoder decodes every field twice, the second
-// time into a map that collects the site's custom fields, which the
-// gateway never reads (about 270 µs and 670 allocations for a 10 KB
-// issue; docs/benchmarks.md, "A Jira issue decoded for what Parse
-// reads"). Whatever a whole jira.Issue decodes, these members decode to
-// the same values (FuzzDecodeIssue); a body whose other fields go-jira
-// would refuse decodes here as well.
+// issueMembers is the part of an issue Parse reads, in go-jira's types,
+// decoded with connectors.DecodeJSON. Decoding a whole jira.Issue cost
+// more than the rest of a delivery's parse: IssueFields' own decoder
+// decodes every field twice, the second time into a map that collects
+// the site's custom fields, which the gateway never reads (185 µs and 600
+// allocations for the issue of a 9.6 KB delivery; docs/benchmarks.md,
+// "Jira and GitLab payloads decoded for what Parse reads"). Whatever a
+// whole jira.Issue decodes, these members decode to the same values
+// (FuzzDecodeIssue); an issue whose other fields go-jira would refuse
+// decodes here as well.
 type issueMembers struct {
 	ID     string        `json:"id"`
 	Key    string        `json:"key"`
