@@ -64,7 +64,7 @@ func drain(url string, t *template, senders, n int, seq *atomic.Int64) drainResu
 	res.ackSeconds = time.Unix(0, lastAck.Load()).Sub(start).Seconds()
 
 	// The end is read from the tasks' own created_at.
-	waitProcessed(url, seq.Load(), 5*time.Minute)
+	waitProcessed(url, t.externalID(seq.Load()), 5*time.Minute)
 	var created []time.Time
 	forEachTask(url, func(_ string, at time.Time) { created = append(created, at) })
 	res.tasks = len(created)
@@ -91,20 +91,14 @@ func createdBy(created []time.Time, start time.Time, share float64) float64 {
 // second in a drain). So it first waits for the task of the last issue
 // sent, one indexed lookup a poll; deliveries are claimed in the order they
 // arrived, so by then the backlog is nearly empty and listing it is cheap.
-func waitProcessed(url string, lastIssue int64, within time.Duration) {
+func waitProcessed(url, lastExternalID string, within time.Duration) {
 	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) && !taskExists(url, issueExternalID(lastIssue)) {
+	for time.Now().Before(deadline) && !taskExists(url, lastExternalID) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for time.Now().Before(deadline) && pendingDeliveries(url) > 0 {
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// issueExternalID is the external ID of the task of issue n (template's
-// delivery), on the bench connection's host.
-func issueExternalID(n int64) string {
-	return fmt.Sprintf("github:github.com:issue:%d", issueID(n))
 }
 
 // taskExists reports whether the bench workspace has a task holding

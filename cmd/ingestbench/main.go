@@ -41,6 +41,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trackergateway/gateway/connectors/github"
+	"github.com/trackergateway/gateway/connectors/gitlab"
+	"github.com/trackergateway/gateway/connectors/jira"
 )
 
 const (
@@ -58,7 +60,7 @@ func main() {
 	}
 	gatewayBin := flag.String("gateway", "/tmp/gateway", "gateway binary")
 	dbURL := flag.String("database-url", "", "database URL (sqlite:PATH or postgres://…); each run uses a fresh database when it is sqlite, or a fresh schema when --fresh-schema")
-	fixture := flag.String("fixture", "fixtures/github/issues.opened.json", "payload template (~13 KB)")
+	fixture := flag.String("fixture", "fixtures/github/issues.opened.json", "payload template: a new-issue delivery of GitHub (the default, 13.5 KB), GitLab (fixtures/gitlab/issue.json) or Jira (fixtures/jira/webhook-issue-created.json), told apart by its shape")
 	senders := flag.Int("senders", 64, "concurrent senders for the throughput phase")
 	duration := flag.Duration("duration", 10*time.Second, "length of each phase")
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
@@ -83,7 +85,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ingestbench:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("payload: %d bytes, signed (X-Hub-Signature-256); senders: %d; phase: %s\n", len(tmpl.raw), *senders, *duration)
+	fmt.Printf("payload: %d bytes of %s, signed; senders: %d; phase: %s\n", len(tmpl.raw), tmpl.provider, *senders, *duration)
 	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra), drainN: *drainN, profileDir: *sendersProfile}
 	if *preloadDeliveries > 0 || *preloadTasks > 0 {
 		b.seed = func(url string) {
@@ -185,7 +187,7 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 	if phases["e2e"] {
 		g := b.run("receive-to-task at 500/s", false, func(g *gateway) {
 			fixedRate(g.url, b.tmpl, 500, duration, &b.seq)
-			g.taskLatency, g.pace = receiveToTask(g.url, b.seq.Load())
+			g.taskLatency, g.pace = receiveToTask(g.url, b.tmpl.externalID(b.seq.Load()))
 		})
 		r.e2eP50, r.e2eP99, r.peakRSSMB = g.taskLatency.p(50), g.taskLatency.p(99), max(r.peakRSSMB, g.rssMB)
 		r.e2eWhileSending = g.pace.whileSending
@@ -350,7 +352,7 @@ func (b *bench) run(name string, ceiling bool, fn func(*gateway)) *gateway {
 		_ = os.WriteFile(cfg, []byte(`workspaces:
   - {id: bench, task_prefix: BENCH}
 connections:
-  - {id: gh, provider: github, host: github.com, workspace: bench, secrets: ["`+secret+`"]}
+  - {id: gh, provider: `+b.tmpl.provider+`, host: `+benchHosts[b.tmpl.provider]+`, workspace: bench, secrets: ["`+secret+`"]}
 `+b.config), 0o600)
 		if b.seed != nil {
 			b.seed(db)
@@ -460,9 +462,18 @@ func peakRSS(pid int) int64 {
 }
 
 // template is the fixture with unique markers substituted per delivery.
+// provider is the fixture's (github, gitlab or jira, by its shape); the
+// bench connection is of that provider. The ceiling server verifies GitHub
+// signatures only, and the preloads and the prune phase store GitHub
+// deliveries: with another provider's fixture, measure ack, e2e and drain.
 type template struct {
-	raw []byte
+	raw      []byte
+	provider string
 }
+
+// benchHosts are the bench connection's host per provider, the part of
+// its external IDs.
+var benchHosts = map[string]string{"github": "github.com", "gitlab": "gitlab.com", "jira": "bench.atlassian.net"}
 
 const (
 	idMarker     = "987654321987"
@@ -478,17 +489,30 @@ func newTemplate(path string) (*template, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, err
 	}
-	issue := doc["issue"].(map[string]any)
-	issue["id"] = json.Number(idMarker)
-	issue["number"] = json.Number(numberMarker)
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
+	t := &template{provider: "github"}
+	switch {
+	case doc["webhookEvent"] != nil: // Jira: string ids, the key names the issue
+		t.provider = "jira"
+		issue := doc["issue"].(map[string]any)
+		issue["id"] = idMarker
+		issue["key"] = "BENCH-" + numberMarker
+	case doc["object_kind"] != nil:
+		t.provider = "gitlab"
+		attrs := doc["object_attributes"].(map[string]any)
+		attrs["id"] = json.Number(idMarker)
+		attrs["iid"] = json.Number(numberMarker)
+	default:
+		issue := doc["issue"].(map[string]any)
+		issue["id"] = json.Number(idMarker)
+		issue["number"] = json.Number(numberMarker)
+	}
+	if t.raw, err = json.MarshalIndent(doc, "", "  "); err != nil {
 		return nil, err
 	}
-	return &template{raw: out}, nil
+	return t, nil
 }
 
-// issueID is the GitHub id of issue n.
+// issueID is the provider's id of issue n.
 func issueID(n int64) int64 { return 100000000000 + n }
 
 // delivery returns a signed request body and headers for issue n.
@@ -497,10 +521,26 @@ func (t *template) delivery(n int64) ([]byte, http.Header) {
 	body := bytes.Replace(t.raw, []byte(idMarker), []byte(id), 1)
 	body = bytes.Replace(body, []byte(numberMarker), []byte(strconv.FormatInt(n, 10)), 1)
 	h := http.Header{}
-	h.Set("X-GitHub-Event", "issues")
-	h.Set("X-GitHub-Delivery", fmt.Sprintf("bench-%d", n))
-	github.Adapter{}.Sign(h, body, []byte(secret))
+	key := fmt.Sprintf("bench-%d", n)
+	switch t.provider {
+	case "jira":
+		h.Set(jira.HeaderIdentifier, key)
+		jira.Adapter{}.Sign(h, body, []byte(secret))
+	case "gitlab":
+		h.Set(gitlab.HeaderEvent, "Issue Hook")
+		h.Set(gitlab.HeaderIdempotencyKey, key)
+		gitlab.Adapter{}.Sign(h, body, []byte(secret))
+	default:
+		h.Set("X-GitHub-Event", "issues")
+		h.Set("X-GitHub-Delivery", key)
+		github.Adapter{}.Sign(h, body, []byte(secret))
+	}
 	return body, h
+}
+
+// externalID is the external ID of the task of issue n.
+func (t *template) externalID(n int64) string {
+	return fmt.Sprintf("%s:%s:issue:%d", t.provider, benchHosts[t.provider], issueID(n))
 }
 
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}, Timeout: 30 * time.Second}
@@ -601,8 +641,8 @@ type deliveryJSON struct {
 // for each, both stamped by the gateway. It lists the deliveries once, at
 // the end: listing all of them while the backlog drained slowed the tail it
 // measured.
-func receiveToTask(url string, lastIssue int64) (latencies, processingPace) {
-	waitProcessed(url, lastIssue, 2*time.Minute)
+func receiveToTask(url, lastExternalID string) (latencies, processingPace) {
+	waitProcessed(url, lastExternalID, 2*time.Minute)
 	ds := listAll(url)
 	created := map[string]time.Time{}
 	forEachTask(url, func(id string, at time.Time) { created[id] = at })
