@@ -3,13 +3,13 @@
 // ceiling (a server of this command's own, ceiling.go, that reads, verifies
 // and acknowledges each webhook as the gateway does, without storing it),
 // ack latency at a fixed 1,000 deliveries/s (as the senders see it, and as
-// the gateway's own gateway_webhook_ack_seconds histogram puts it), receive-to-task-created latency
-// at 500 deliveries/s, a burst's tasks/s against its acks/s with the
-// gateway's CPU per task, the gateway's peak RSS, and (disk.go) the sync
-// times of the disk the database is on. It starts `gateway serve`
-// (or, for the ceiling, itself in its ceiling-server mode) as a subprocess
-// per measurement and talks to it over loopback only; every loop is bounded
-// in count and time.
+// the gateway's own gateway_webhook_ack_seconds histogram puts it),
+// receive-to-task-created latency at 500 deliveries/s, a burst's tasks/s
+// against its acks/s with the gateway's CPU per task, the gateway's peak
+// RSS, and (disk.go) the sync times of the disk the database is on. It
+// starts `gateway serve` (or, for the ceiling, itself in its ceiling-server
+// mode) as a subprocess per measurement and talks to it over loopback
+// only; every loop is bounded in count and time.
 //
 //	go build -o /tmp/gateway ./cmd/gateway
 //	go run ./cmd/ingestbench --gateway /tmp/gateway --database-url sqlite:x --rounds 3

@@ -1,6 +1,6 @@
 // Package jira is the Jira webhook adapter: it verifies X-Hub-Signature,
-// names deliveries, and maps jira:issue_* deliveries (issues decoded as
-// go-jira's jira.Issue) to connectors.Event.
+// names deliveries, and maps jira:issue_* deliveries (of each issue the
+// members it reads, decoded into go-jira's jira.Issue) to connectors.Event.
 package jira
 
 import (
