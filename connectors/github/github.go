@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	gh "github.com/google/go-github/v62/github"
 
 	"github.com/trackergateway/gateway/connectors"
@@ -224,6 +225,18 @@ func eventName(name, action string) string {
 type issuesEvent struct {
 	eventEnvelope
 	Issue *issueMembers `json:"issue,omitempty"`
+	// Changes tells an opening by a transfer (changes.old_issue) from the
+	// others, which then need no second decode of the payload; kept raw, it
+	// accepts whatever go-github's EditChange does.
+	Changes *struct {
+		OldIssue jsontext.Value `json:"old_issue"`
+	} `json:"changes,omitempty"`
+}
+
+// openedByTransfer reports whether the payload has a changes.old_issue:
+// an opening that continues the old issue's task.
+func (ev *issuesEvent) openedByTransfer() bool {
+	return ev.Changes != nil && len(ev.Changes.OldIssue) > 0 && ev.Changes.OldIssue.Kind() != 'n'
 }
 
 // eventEnvelope is what the trimmed events share: the action, and the
@@ -338,8 +351,8 @@ func parseIssues(host string, body []byte) (connectors.Event, error) {
 	case "opened":
 		// Opened by a transfer: the new issue continues changes.old_issue.
 		// Most openings are not transfers; skip the second decode of the
-		// payload unless it can hold one.
-		if !bytes.Contains(body, []byte(`"old_issue"`)) {
+		// payload unless it holds one.
+		if !ev.openedByTransfer() {
 			break
 		}
 		var ch transferChanges
