@@ -181,6 +181,9 @@ type Worker struct {
 	// drain is closed by Drain: stop claiming, finish what is in hand.
 	drain     chan struct{}
 	drainOnce sync.Once
+
+	// jobs runs the claims' jobs on goroutines that keep their stacks.
+	jobs *jobRunner
 }
 
 // NewWorker returns a worker; Run starts it.
@@ -196,7 +199,7 @@ func NewWorker(st store.Store, proc Processor, logger *slog.Logger, now func() t
 	}
 	opts = opts.withDefaults()
 	return &Worker{st: st, proc: proc, logger: logger, now: now, opts: opts,
-		wakeups: make(chan struct{}, opts.Concurrency), drain: make(chan struct{})}
+		wakeups: make(chan struct{}, opts.Concurrency), drain: make(chan struct{}), jobs: newJobRunner(jobRunnerIdle)}
 }
 
 // Run processes deliveries with Concurrency goroutines until ctx ends or
@@ -350,7 +353,11 @@ func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (i
 			jobs[i] = &job{done: true, d: w.putBack(ctx, d)}
 			continue
 		}
-		wg.Go(func() { jobs[i] = w.prepareJob(ctx, d) })
+		wg.Add(1)
+		w.jobs.Go(claimCtx, func() {
+			defer wg.Done()
+			jobs[i] = w.prepareJob(ctx, d)
+		})
 	}
 	wg.Wait()
 	// A later delivery of an entity the batch already holds waits for it:
@@ -379,7 +386,7 @@ func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (i
 			j.cancel()
 			finished <- w.putBack(ctx, j.d)
 		default:
-			go func() { finished <- w.runJob(ctx, j) }()
+			w.jobs.Go(claimCtx, func() { finished <- w.runJob(ctx, j) })
 		}
 	}
 	for left := len(jobs); left > 0; {
