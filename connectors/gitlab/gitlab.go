@@ -1,6 +1,7 @@
 // Package gitlab is the GitLab webhook adapter: it checks X-Gitlab-Token,
 // names deliveries, and maps "Issue Hook" and "Merge Request Hook"
-// deliveries (parsed with client-go) to connectors.Event.
+// deliveries (the members it reads, in client-go's types) to
+// connectors.Event.
 package gitlab
 
 import (
@@ -171,10 +172,9 @@ func labelTitles(top, attrs []*gitlab.EventLabel) []string {
 // attributes Parse never reads, after a pass that validates the body.
 // Decoding the members with connectors.DecodeJSON takes a fifth of the
 // time (docs/benchmarks.md, "Jira and GitLab payloads decoded for what
-// Parse reads").
-// Whatever ParseWebhook decodes, these members decode to the same values
-// (FuzzDecodeEvent); a body whose other members client-go's types would
-// refuse decodes here as well.
+// Parse reads"). Whatever ParseWebhook decodes, these members decode to
+// the same values (FuzzDecodeEvent); a body whose other members
+// client-go's types would refuse decodes here as well.
 type issueEvent struct {
 	Project          projectMembers `json:"project"`
 	ObjectAttributes struct {
