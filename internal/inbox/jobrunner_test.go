@@ -36,7 +36,13 @@ func TestJobRunnerReusesIdleGoroutines(t *testing.T) {
 		return <-ran == first
 	})
 	cancel()
-	waitFor(t, "the idle goroutine to stop once its context ended", func() bool {
+	waitNoneIdle(t, r, "the idle goroutine to stop once its context ended")
+}
+
+// waitNoneIdle waits until no goroutine of r takes a job sent to it.
+func waitNoneIdle(t *testing.T, r *jobRunner, what string) {
+	t.Helper()
+	waitFor(t, what, func() bool {
 		select {
 		case r.jobs <- func() {}:
 			return false
@@ -54,14 +60,7 @@ func TestJobRunnerIdleGoroutineStops(t *testing.T) {
 	done := make(chan struct{})
 	r.Go(context.Background(), func() { close(done) })
 	<-done
-	waitFor(t, "the idle goroutine to stop after its idle time", func() bool {
-		select {
-		case r.jobs <- func() {}:
-			return false
-		default:
-			return true
-		}
-	})
+	waitNoneIdle(t, r, "the idle goroutine to stop after its idle time")
 }
 
 // TestJobRunnerNeverWaitsForAGoroutine: jobs that wait for one another all
