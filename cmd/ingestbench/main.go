@@ -40,9 +40,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/trackergateway/gateway/connectors/github"
-	"github.com/trackergateway/gateway/connectors/gitlab"
-	"github.com/trackergateway/gateway/connectors/jira"
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/providers"
 )
 
 const (
@@ -352,7 +351,7 @@ func (b *bench) run(name string, ceiling bool, fn func(*gateway)) *gateway {
 		_ = os.WriteFile(cfg, []byte(`workspaces:
   - {id: bench, task_prefix: BENCH}
 connections:
-  - {id: gh, provider: `+b.tmpl.provider+`, host: `+benchHosts[b.tmpl.provider]+`, workspace: bench, secrets: ["`+secret+`"]}
+  - {id: gh, provider: `+b.tmpl.provider+`, host: `+b.tmpl.host+`, workspace: bench, secrets: ["`+secret+`"]}
 `+b.config), 0o600)
 		if b.seed != nil {
 			b.seed(db)
@@ -469,11 +468,15 @@ func peakRSS(pid int) int64 {
 type template struct {
 	raw      []byte
 	provider string
+	// desc is the provider's registry entry: its adapter signs each
+	// delivery, its headers carry the event and the delivery key.
+	desc providers.Provider
+	// host is the bench connection's (the provider's zero-config host),
+	// the part of its external IDs.
+	host string
+	// event is the fixture's event, named once for every delivery.
+	event string
 }
-
-// benchHosts are the bench connection's host per provider, the part of
-// its external IDs.
-var benchHosts = map[string]string{"github": "github.com", "gitlab": "gitlab.com", "jira": "bench.atlassian.net"}
 
 const (
 	idMarker     = "987654321987"
@@ -489,15 +492,15 @@ func newTemplate(path string) (*template, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, err
 	}
-	t := &template{provider: "github"}
+	t := &template{provider: connectors.ProviderGitHub}
 	switch {
 	case doc["webhookEvent"] != nil: // Jira: string ids, the key names the issue
-		t.provider = "jira"
+		t.provider = connectors.ProviderJira
 		issue := doc["issue"].(map[string]any)
 		issue["id"] = idMarker
 		issue["key"] = "BENCH-" + numberMarker
 	case doc["object_kind"] != nil:
-		t.provider = "gitlab"
+		t.provider = connectors.ProviderGitLab
 		attrs := doc["object_attributes"].(map[string]any)
 		attrs["id"] = json.Number(idMarker)
 		attrs["iid"] = json.Number(numberMarker)
@@ -508,6 +511,13 @@ func newTemplate(path string) (*template, error) {
 	}
 	if t.raw, err = json.MarshalIndent(doc, "", "  "); err != nil {
 		return nil, err
+	}
+	t.desc, _ = providers.Lookup(t.provider)
+	t.host = t.desc.ZeroConfigHost(func(string) (string, bool) { return "", false })
+	if t.desc.EventHeader != "" {
+		if t.event, _ = t.desc.EventFromPayload(t.raw); t.event == "" {
+			return nil, fmt.Errorf("%s: the %s payload names no event", path, t.provider)
+		}
 	}
 	return t, nil
 }
@@ -521,26 +531,17 @@ func (t *template) delivery(n int64) ([]byte, http.Header) {
 	body := bytes.Replace(t.raw, []byte(idMarker), []byte(id), 1)
 	body = bytes.Replace(body, []byte(numberMarker), []byte(strconv.FormatInt(n, 10)), 1)
 	h := http.Header{}
-	key := fmt.Sprintf("bench-%d", n)
-	switch t.provider {
-	case "jira":
-		h.Set(jira.HeaderIdentifier, key)
-		jira.Adapter{}.Sign(h, body, []byte(secret))
-	case "gitlab":
-		h.Set(gitlab.HeaderEvent, "Issue Hook")
-		h.Set(gitlab.HeaderIdempotencyKey, key)
-		gitlab.Adapter{}.Sign(h, body, []byte(secret))
-	default:
-		h.Set("X-GitHub-Event", "issues")
-		h.Set("X-GitHub-Delivery", key)
-		github.Adapter{}.Sign(h, body, []byte(secret))
+	if t.desc.EventHeader != "" {
+		h.Set(t.desc.EventHeader, t.event)
 	}
+	h.Set(t.desc.DeliveryKeyHeader, fmt.Sprintf("bench-%d", n))
+	t.desc.Adapter.Sign(h, body, []byte(secret))
 	return body, h
 }
 
 // externalID is the external ID of the task of issue n.
 func (t *template) externalID(n int64) string {
-	return fmt.Sprintf("%s:%s:issue:%d", t.provider, benchHosts[t.provider], issueID(n))
+	return fmt.Sprintf("%s:%s:%s:%d", t.provider, t.host, connectors.KindIssue, issueID(n))
 }
 
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 512}, Timeout: 30 * time.Second}

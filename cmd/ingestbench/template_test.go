@@ -42,7 +42,7 @@ func TestTemplateDeliveries(t *testing.T) {
 					t.Fatalf("delivery %d: Verify: %v", n, err)
 				}
 				keys[desc.Adapter.DeliveryKey(header, body)] = true
-				e, err := desc.Adapter.Parse(benchHosts[tt.provider], header, body)
+				e, err := desc.Adapter.Parse(tmpl.host, header, body)
 				if err != nil {
 					t.Fatalf("delivery %d: Parse: %v", n, err)
 				}
