@@ -96,7 +96,6 @@ type Webhook struct {
 	Timestamp          int64                  `json:"timestamp"` // ms since the epoch
 	WebhookEvent       string                 `json:"webhookEvent"`
 	IssueEventTypeName string                 `json:"issue_event_type_name"`
-	User               *jira.User             `json:"user"`
 	Issue              *jira.Issue            `json:"issue"`
 	Changelog          *jira.ChangelogHistory `json:"changelog"`
 }
@@ -133,7 +132,7 @@ func decodeEnvelope(body []byte) (*rawWebhook, error) {
 }
 
 // decode decodes the envelope's parts: the timestamp must be numeric (or
-// absent); user, issue and changelog are decoded with go-jira's types and,
+// absent); issue and changelog are decoded with go-jira's types and,
 // where those refuse the data, with a lenient decoder that keeps what the
 // gateway needs (see decodeIssue). A part that neither can decode is an
 // error only for the issue.
@@ -150,12 +149,6 @@ func (raw *rawWebhook) decode() (*Webhook, error) {
 			ts = int64(f)
 		}
 		w.Timestamp = ts
-	}
-	if !isNull(raw.User) {
-		var u jira.User
-		if json.Unmarshal(raw.User, &u) == nil {
-			w.User = &u
-		}
 	}
 	if !isNull(raw.Changelog) {
 		var c jira.ChangelogHistory
