@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/andygrunwald/go-jira v1.16.0
+	github.com/bradleyfalzon/ghinstallation/v2 v2.11.0
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/dustin/go-humanize v1.1.0

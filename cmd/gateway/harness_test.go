@@ -160,6 +160,7 @@ type gateway struct {
 	DBURL  string
 	Config string
 	client *http.Client
+	logs   *logTail // its stderr, the tail
 }
 
 func newClient() *http.Client {
@@ -257,7 +258,7 @@ func startGateway(t *testing.T, dbURL string, extraArgs ...string) *gateway {
 	urls := make(chan string, 1)
 	go scanListening(outR, urls)
 
-	g := &gateway{DBURL: dbURL, Config: cfg, client: newClient()}
+	g := &gateway{DBURL: dbURL, Config: cfg, client: newClient(), logs: logs}
 	select {
 	case g.URL = <-urls:
 	case code := <-done:

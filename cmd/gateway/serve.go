@@ -28,6 +28,7 @@ import (
 	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/projection"
+	"github.com/trackergateway/gateway/internal/providerapi"
 	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/retention"
 	"github.com/trackergateway/gateway/internal/server"
@@ -305,6 +306,13 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		return err
 	}
 	collectorFor(os.LookupEnv, inflight).apply()
+	m := metrics.New(prometheus.NewRegistry())
+	// GitHub App keys are read and checked before anything is generated: a
+	// key that does not load is a start-up error naming its connection.
+	apps, err := providerapi.LoadGitHubApps(cfg.Connections, &http.Client{Timeout: 30 * time.Second}, m, os.ReadFile)
+	if err != nil {
+		return err
+	}
 	if err := applyConfig(ctx, cfg, f.adminToken, st, stdout); err != nil {
 		return err
 	}
@@ -313,7 +321,6 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	now := time.Now
 	ads := adapters()
 
-	m := metrics.New(prometheus.NewRegistry())
 	m.WatchInbox(st, now, metrics.DefaultStatsInterval)
 	coord := idempotency.New(st, logger, now)
 	coord.Metrics = m
@@ -386,6 +393,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	// Missed-delivery recovery commits each redelivery record with a full
 	// sync before it asks the provider, so it never runs deferred.
 	background.Go(func() { missed.Run(backgroundCtx, cfg.Connections) })
+	background.Go(func() { apps.Check(backgroundCtx, logger) })
 	waitAll := func() {
 		receiving.Wait()
 		working.Wait()

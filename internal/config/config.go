@@ -88,6 +88,10 @@ type Connection struct {
 	// RecoverEvery runs recovery in the background this often (a Go
 	// duration); empty is off.
 	RecoverEvery string `yaml:"recover_every"`
+	// App makes a GitHub connection a GitHub App's: deliveries of every
+	// installation arrive here, and API calls use installation tokens
+	// instead of APIToken (app.go).
+	App *App `yaml:"app"`
 }
 
 // SecretBytes returns the non-empty secrets.
@@ -382,6 +386,9 @@ func (c *Config) Validate() error {
 		}
 		if cn.OnMerge != OnCloseArchive && cn.OnMerge != OnCloseNone {
 			return at("connections", i, "on_merge", fmt.Errorf("connection %q: on_merge %q must be archive or none", cn.ID, cn.OnMerge))
+		}
+		if key, err := cn.validateApp(); err != nil {
+			return at("connections", i, key, fmt.Errorf("connection %q: %w", cn.ID, err))
 		}
 		if key, err := cn.validateRecovery(); err != nil {
 			return at("connections", i, key, fmt.Errorf("connection %q: %w", cn.ID, err))

@@ -29,6 +29,11 @@ func (c *Connection) UnmarshalYAML(node *yaml.Node) error {
 			}
 		}
 	}
+	if app := mappingValue(node, "app"); app != nil {
+		if err := knownKeys(app, reflect.TypeOf(App{}), "App"); err != nil {
+			return err
+		}
+	}
 	if err := node.Decode(&w); err != nil {
 		return err
 	}

@@ -105,8 +105,8 @@ func (c Connection) validateRecovery() (key string, err error) {
 			return "recover_every", fmt.Errorf("recover_every: %q is not a Go duration (e.g. 10m)", c.RecoverEvery)
 		case d < time.Minute:
 			return "recover_every", fmt.Errorf("recover_every: %s is shorter than a minute", c.RecoverEvery)
-		case c.APIToken == "" || len(c.Hooks) == 0:
-			return "recover_every", errors.New("recover_every needs api_token and hooks")
+		case c.App == nil && (c.APIToken == "" || len(c.Hooks) == 0):
+			return "recover_every", errors.New("recover_every needs api_token and hooks, or an app")
 		}
 	}
 	return "", nil

@@ -156,7 +156,7 @@ func (a *Applier) project(ctx context.Context, conn config.Connection, c *connec
 		u := c.UpdatedAt.UTC()
 		p.ProviderUpdatedAt = &u
 	}
-	if conn.APIToken != "" {
+	if conn.HasAPIAccess() {
 		due := a.now()
 		p.NextSyncAt = &due
 		// A refresh waiting out a provider-imposed delay (Retry-After, a
