@@ -19,6 +19,7 @@ import (
 	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/postgres"
 )
 
 func envOr(env Env, key, def string) string {
@@ -214,13 +215,7 @@ func resolveSender(ctx context.Context, f sendFlags, env Env) (provider provider
 }
 
 // redactURL hides a database URL's password for messages.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return u.Redacted()
-}
+func redactURL(s string) string { return postgres.Redact(s, s) }
 
 // inferEvent is the event header value: --event, else what the provider's
 // adapter reads from the payload.

@@ -144,8 +144,14 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// openStore opens the store named by a database URL.
+// openStore opens the store named by a database URL. Its errors never hold
+// the URL's password, whatever form it takes there.
 func openStore(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.Store, error) {
+	st, err := openDialect(ctx, url, logger)
+	return st, postgres.RedactError(err, url)
+}
+
+func openDialect(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.Store, error) {
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
 		d, err := sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"))
@@ -172,7 +178,7 @@ func openMigrated(ctx context.Context, f storeFlags, logger *slog.Logger) (*sqls
 	}
 	if err := st.Migrate(ctx); err != nil {
 		st.Close()
-		return nil, err
+		return nil, postgres.RedactError(err, f.databaseURL)
 	}
 	return st, nil
 }
