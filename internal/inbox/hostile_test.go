@@ -442,3 +442,29 @@ func TestBigBodiesCommitAFewAtATime(t *testing.T) {
 		t.Errorf("batches %d (after the first) with %d deliveries; want the 5 big ones in at least 3 batches", len(w.batches)-1, total)
 	}
 }
+
+// While storage is down every webhook is refused with 503; the log gets
+// one line per interval with the count refused since, not a line each.
+func TestStorageRefusalsAreSummarisedInTheLog(t *testing.T) {
+	t.Parallel()
+	logs := &lineCounter{}
+	clock := newTestClock()
+	rc := NewReceiver(failingWriter{}, map[string]connectors.Adapter{fakeProvider: fakeAdapter{}}, lookupConnection,
+		slog.New(slog.NewTextHandler(logs, nil)), clock.Now)
+	t.Cleanup(runInBackground(t, rc.Run))
+	h := receiverRouter(rc)
+	for i := range 50 {
+		if rec := serve(h, webhook(connFake, []byte(`{}`), fmt.Sprintf("k%d", i), secretCurrent)); rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("request %d: status %d, want 503", i, rec.Code)
+		}
+	}
+	if got := logs.with("storage unavailable"); len(got) != 1 {
+		t.Fatalf("%d log lines for 50 refusals within a minute, want 1:\n%s", len(got), strings.Join(got, ""))
+	}
+	clock.Advance(badSignatureLogInterval)
+	serve(h, webhook(connFake, []byte(`{}`), "k-last", secretCurrent))
+	got := logs.with("storage unavailable")
+	if len(got) != 2 || !strings.Contains(got[1], "suppressed_since_last_line=49") {
+		t.Errorf("after the interval: lines %q, want a second line reporting 49 suppressed", got)
+	}
+}

@@ -79,7 +79,7 @@ type Receiver struct {
 	// badSignatures summarises rejected signatures per connection in the
 	// log, so unauthenticated traffic cannot flood it.
 	badSignatures *httpapi.LogSampler
-	// refusals summarises 503s for the in-flight bound.
+	// refusals summarises 503s: for the in-flight bound, for storage down.
 	refusals *httpapi.LogSampler
 	started  atomic.Bool
 }
@@ -170,6 +170,15 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if suppressed, log := rc.refusals.Observe("inflight"); log {
 			rc.logger.WarnContext(r.Context(), "webhooks refused: body bytes in flight at their bound",
 				"max_inflight_body_bytes", rc.bodies.max, "suppressed_since_last_line", suppressed)
+		}
+		httpapi.WriteError(w, r, discardLogger, err)
+	case failure.CodeOf(err) == failure.Unavailable:
+		// Storage down (or the gateway stopping) refuses every delivery
+		// alike: one line per reason per interval, not one per 503.
+		reason := failure.MessageOf(err)
+		if suppressed, log := rc.refusals.Observe("unavailable: " + reason); log {
+			rc.logger.WarnContext(r.Context(), "webhooks refused: "+reason, "error", err,
+				"suppressed_since_last_line", suppressed)
 		}
 		httpapi.WriteError(w, r, discardLogger, err)
 	default:
