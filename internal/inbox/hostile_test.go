@@ -212,13 +212,15 @@ func TestEverySecretHeaderIsStripped(t *testing.T) {
 	adapters := map[string]connectors.Adapter{fakeProvider: fakeAdapter{}, connectors.ProviderGitHub: github.Adapter{},
 		connectors.ProviderGitLab: gitlab.Adapter{}, connectors.ProviderJira: jira.Adapter{}}
 	secretHeaders := []string{"X-Gitlab-Token", "X-Hub-Signature-256", "X-Hub-Signature", "Authorization",
-		"Proxy-Authorization", "Cookie", headerFakeSig}
+		"Proxy-Authorization", "Cookie", "X-Api-Key", "X-Forwarded-Authorization", "X-Amz-Security-Token", headerFakeSig}
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		_, h := startReceiver(t, st, adapters, nil, ReceiverOptions{})
 		body := []byte(`{}`)
 		req := webhook(connFake, body, "secrets", secretCurrent)
 		for _, name := range secretHeaders[:len(secretHeaders)-1] {
 			req.Header.Set(name, "secret-value-of-"+name)
+			// Spelled otherwise too, as a handler's own code might add it.
+			req.Header[strings.ToLower(name)] = []string{"secret-value-lower-" + name}
 		}
 		rec := serve(h, req)
 		if rec.Code != http.StatusAccepted {

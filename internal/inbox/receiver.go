@@ -37,8 +37,12 @@ const (
 	ReceiptDuplicate = "duplicate"
 )
 
-// alwaysSecretHeaders are never stored or shown, whatever the provider.
-var alwaysSecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
+// alwaysSecretHeaders are never stored or shown, whatever the provider:
+// the credentials a client, a proxy or a platform in between may send.
+// With the providers' own secret headers they are the one list both
+// EncodeHeaders (storing) and ShownHeaders (showing) remove.
+var alwaysSecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie",
+	"X-Api-Key", "X-Forwarded-Authorization", "X-Amz-Security-Token"}
 
 // DeliveryWriter is what the receiver needs from the store.
 type DeliveryWriter interface {
@@ -337,23 +341,30 @@ func secretHeadersOf(adapters map[string]connectors.Adapter) []string {
 
 // EncodeHeaders returns h as the JSON object stored with a delivery
 // (canonical name → values, as http.Header marshals), without the secret
-// headers, Authorization, Proxy-Authorization and Cookie.
+// headers (removeSecretHeaders).
 func EncodeHeaders(h http.Header, secretHeaders []string) (string, error) {
 	out := make(http.Header, len(h))
 	for name, values := range h {
 		out[http.CanonicalHeaderKey(name)] = values
 	}
-	for _, name := range secretHeaders {
-		delete(out, http.CanonicalHeaderKey(name))
-	}
-	for _, name := range alwaysSecretHeaders {
-		delete(out, name)
-	}
+	removeSecretHeaders(out, secretHeaders)
 	b, err := json.Marshal(out)
 	if err != nil {
 		return "", fmt.Errorf("encode headers: %w", err)
 	}
 	return string(b), nil
+}
+
+// removeSecretHeaders deletes from h every header named in secretHeaders or
+// alwaysSecretHeaders, whatever the case of its name in h (a row stored
+// before names were canonical keeps its own spelling).
+func removeSecretHeaders(h http.Header, secretHeaders []string) {
+	for name := range h {
+		secret := func(s string) bool { return strings.EqualFold(s, name) }
+		if slices.ContainsFunc(secretHeaders, secret) || slices.ContainsFunc(alwaysSecretHeaders, secret) {
+			delete(h, name)
+		}
+	}
 }
 
 // DecodeHeaders turns a delivery's stored headers back into an http.Header,
