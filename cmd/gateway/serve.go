@@ -320,6 +320,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	ads := adapters()
 
 	m := metrics.New(prometheus.NewRegistry())
+	m.Preset(metrics.Known{Connections: cfg.Connections, RecoveryActions: idempotency.RecoveryActionLabels, RetentionKinds: retention.Kinds})
 	m.WatchInbox(st, now, metrics.DefaultStatsInterval)
 	coord := idempotency.New(st, logger, now)
 	coord.Metrics = m
