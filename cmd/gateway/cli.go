@@ -16,9 +16,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/store/postgres"
 )
 
 func envOr(env Env, key, def string) string {
@@ -40,7 +43,9 @@ var sendUsage = usageText{
 		"expanded); without one the connection is a provider (github, gitlab, jira) whose secret is\n" +
 		"GATEWAY_<PROVIDER>_SECRET or the one the gateway generated in its database (--database-url or\n" +
 		"GATEWAY_DATABASE_URL). The event is read from the payload unless --event names it. With --wait it\n" +
-		"then follows the delivery (with the admin token) and prints its final status and the task it touched.",
+		"then follows the delivery (with the admin token) and prints its final status, the result the gateway\n" +
+		"recorded (\"stale update skipped\", \"task deleted; suppression recorded\"...), its action (\"not\n" +
+		"applied\" when it was ignored, suppressed or stale) and the task it touched.",
 	example: "gateway send --connection github --file fixtures/github/issues.opened.json\n" +
 		"gateway send --config gateway.yaml --connection gh-main --file payload.json --wait",
 }
@@ -214,13 +219,7 @@ func resolveSender(ctx context.Context, f sendFlags, env Env) (provider provider
 }
 
 // redactURL hides a database URL's password for messages.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return u.Redacted()
-}
+func redactURL(s string) string { return postgres.Redact(s, s) }
 
 // inferEvent is the event header value: --event, else what the provider's
 // adapter reads from the payload.
@@ -249,6 +248,7 @@ func waitDelivery(ctx context.Context, f sendFlags, id string, stdout io.Writer)
 			TaskID     *string `json:"task_id"`
 			ExternalID *string `json:"external_id"`
 			Action     *string `json:"action"`
+			Result     *string `json:"result"`
 		} `json:"outcome"`
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -269,20 +269,22 @@ func waitDelivery(ctx context.Context, f sendFlags, id string, stdout io.Writer)
 		case <-tick.C:
 		}
 	}
-	if d.Status == "failed" {
+	if d.Status == store.DeliveryFailed {
 		fmt.Fprintf(stdout, "delivery %s (%s): failed after %d attempt(s): %s\n", id, d.Event, d.Attempts, deref(d.LastError))
 		return fmt.Errorf("delivery %s failed", id)
 	}
-	var taskID, externalID, action string
+	var taskID, externalID, action, result string
 	if d.Outcome != nil {
-		taskID, externalID, action = deref(d.Outcome.TaskID), deref(d.Outcome.ExternalID), deref(d.Outcome.Action)
+		taskID, externalID = deref(d.Outcome.TaskID), deref(d.Outcome.ExternalID)
+		action, result = deref(d.Outcome.Action), deref(d.Outcome.Result)
 	}
-	fmt.Fprintf(stdout, "delivery %s (%s): %s", id, d.Event, d.Status)
-	if action != "" {
-		fmt.Fprintf(stdout, " (action %s)", action)
-	}
-	fmt.Fprintln(stdout)
-	if taskID == "" {
+	fmt.Fprintf(stdout, "delivery %s (%s): %s\n", id, d.Event, outcomeText(d.Status, action, result))
+	switch {
+	case taskID == "":
+		return nil
+	case d.Status == store.DeliverySucceeded && action == "delete":
+		// The task is gone: there is nothing to read, and no error to show.
+		fmt.Fprintf(stdout, "task deleted (%s, id %s)\n", externalID, taskID)
 		return nil
 	}
 	var tk struct {
@@ -291,12 +293,30 @@ func waitDelivery(ctx context.Context, f sendFlags, id string, stdout io.Writer)
 		ExternalID string `json:"external_id"`
 	}
 	if err := getAPI(ctx, f, "/api/v1/tasks/"+url.PathEscape(taskID), &tk); err != nil {
-		// A delete leaves no task to read: say which one it was.
-		fmt.Fprintf(stdout, "task %s (%s): %v\n", taskID, externalID, err)
+		fmt.Fprintf(stdout, "task %s (%s): cannot read it: %v\n", taskID, externalID, err)
 		return nil
 	}
 	fmt.Fprintf(stdout, "task %s %q (%s, id %s)\n", tk.Identifier, tk.Title, tk.ExternalID, taskID)
 	return nil
+}
+
+// outcomeText says what a finished delivery did: its status, the result the
+// gateway recorded, and its action, marked "not applied" when the delivery
+// was ignored, suppressed or a stale update skipped (a succeeded status
+// alone does not say the action was taken).
+func outcomeText(status, action, result string) string {
+	text := status
+	if result != "" {
+		text += " — " + result
+	}
+	switch {
+	case action == "" || action == string(connectors.ActionIgnore):
+	case status == store.DeliverySucceeded && result != ingest.StaleUpdateSkipped:
+		text += " (action " + action + ")"
+	default:
+		text += " (action " + action + " not applied)"
+	}
+	return text
 }
 
 // getAPI GETs an operator API path with the admin token (callAPI) and

@@ -119,6 +119,24 @@ func TestCommandList(t *testing.T) {
 	}
 }
 
+// The command list names every form of each command, bulk replay
+// included.
+func TestCommandListNamesEveryForm(t *testing.T) {
+	t.Parallel()
+	_, out, _ := runCLI(t, "-h")
+	for cmd, forms := range map[string][]string{
+		"deliveries":   {"list", "get ID", "replay ID", "replay --FILTER... (bulk)"},
+		"suppressions": {"list", "clear --workspace W --external-id X"},
+	} {
+		line := regexp.MustCompile(`(?m)^  ` + cmd + ` .*$`).FindString(out)
+		for _, form := range forms {
+			if !strings.Contains(line, form) {
+				t.Errorf("the command list's %s line %q lacks %q:\n%s", cmd, line, form, out)
+			}
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -93,7 +93,7 @@ commands:
   serve          run the gateway (webhooks, REST API, workers)
   migrate        apply database migrations and exit
   send           sign and post a payload as a provider would
-  deliveries     list | get ID | replay ID  (operators)
+  deliveries     list | get ID | replay ID | replay --FILTER... (bulk)  (operators)
   suppressions   list | clear --workspace W --external-id X  (operators)
   prune          delete expired deliveries and read events once [--dry-run]
   recover        ask a provider to redeliver what it failed to deliver  (operators)

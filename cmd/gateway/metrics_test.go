@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,6 +69,71 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMetricsExportedAtZeroFromStart: before any delivery, every family
+// holds the series known in advance at zero, for every configured
+// connection, so rate() and absence alerts work from the first scrape. The
+// store plays no part: SQLite only.
+func TestMetricsExportedAtZeroFromStart(t *testing.T) {
+	t.Parallel()
+	// An API token makes the connection's provider call its API.
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	text := strings.Replace(testConfig, "    on_merge: archive\n", "    on_merge: archive\n    api_token: metrics-test-token\n", 1)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, newDatabaseURL(t, "sqlite"), "--config", cfg)
+	families := g.scrape(t)
+
+	counterZero := func(m *dto.Metric) bool { return m.GetCounter() != nil && m.GetCounter().GetValue() == 0 }
+	histogramEmpty := func(m *dto.Metric) bool { return m.GetHistogram() != nil && m.GetHistogram().GetSampleCount() == 0 }
+	type series struct {
+		family string
+		labels map[string]string
+		check  func(*dto.Metric) bool
+	}
+	var want []series
+	for _, conn := range []string{"github", "gitlab", "jira"} {
+		for _, code := range []string{"202", "400", "401", "503"} {
+			want = append(want, series{"gateway_webhook_requests_total", map[string]string{"connection": conn, "code": code}, counterZero})
+		}
+		want = append(want,
+			series{"gateway_webhook_ack_seconds", map[string]string{"connection": conn}, histogramEmpty},
+			series{"gateway_delivery_processing_seconds", map[string]string{"connection": conn}, histogramEmpty},
+			series{"gateway_missed_deliveries_redelivered_total", map[string]string{"connection": conn}, counterZero})
+		for _, action := range []string{"create", "update", "archive", "unarchive", "delete", "link", "ignore", "suppress", "stale"} {
+			want = append(want, series{"gateway_task_actions_total", map[string]string{"connection": conn, "action": action}, counterZero})
+		}
+	}
+	for _, code := range []string{"200", "error"} {
+		want = append(want, series{"gateway_provider_api_requests_total", map[string]string{"provider": "github", "code": code}, counterZero})
+	}
+	for _, action := range []string{"reconcile_unknown_step", "retry_compensation", "resume_preparing", "complete_preparing",
+		"retry_preparing_release", "complete_completing", "abort_preparing", "reconcile_launch_dispatch",
+		"retry_launch_dispatch", "transfer_launch_dispatch", "replay_terminal"} {
+		want = append(want, series{"gateway_recovery_actions_total", map[string]string{"action": action}, counterZero})
+	}
+	for _, kind := range []string{"deliveries_processed", "deliveries_failed", "events"} {
+		want = append(want, series{"gateway_retention_deleted_total", map[string]string{"kind": kind}, counterZero})
+	}
+	want = append(want, series{"gateway_inbox_commit_receipts", nil, histogramEmpty})
+	for _, s := range want {
+		m := findMetric(families, s.family, s.labels)
+		if m == nil {
+			t.Errorf("%s%v: not exported before any sample", s.family, s.labels)
+			continue
+		}
+		if !s.check(m) {
+			t.Errorf("%s%v = %v, want 0", s.family, s.labels, m)
+		}
+	}
+	// Only a connection with an API token calls its provider's API.
+	for _, provider := range []string{"gitlab", "jira"} {
+		if m := findMetric(families, "gateway_provider_api_requests_total", map[string]string{"provider": provider}); m != nil {
+			t.Errorf("provider %s has no API token, but its API series is exported: %v", provider, m)
+		}
+	}
 }
 
 // scrape reads GET /metrics (no token) and parses the text format.

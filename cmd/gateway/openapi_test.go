@@ -416,7 +416,8 @@ func TestOpenAPIResponses(t *testing.T) {
 		}
 		c.raw(http.MethodGet, "/api/v1/workspaces", http.Header{}, nil, http.StatusUnauthorized)
 		// Failed authentications from one address are throttled: the last
-		// thing this gateway is asked, since it then refuses this address.
+		// thing this gateway is asked, since it then refuses this address's
+		// failures.
 		wrong := http.Header{"Authorization": {"Bearer not-a-token-of-this-gateway"}}
 		for i := 0; ; i++ {
 			got := c.raw(http.MethodGet, "/api/v1/workspaces", wrong, nil, http.StatusUnauthorized, http.StatusTooManyRequests)

@@ -124,16 +124,16 @@ func TestSendZeroConfig(t *testing.T) {
 		for _, tc := range []sendCase{
 			{"github", "github/issues.opened.json", []*regexp.Regexp{
 				rx(`^202 Accepted \{"delivery_id":"[^"]+","status":"accepted"\}`),
-				rx(`(?m)^delivery \S+ \(issues\.opened\): succeeded \(action create\)$`),
+				rx(`(?m)^delivery \S+ \(issues\.opened\): succeeded — created \(action create\)$`),
 				rx(`(?m)^task TASK-1 "Spelling error in the README file" \(github:github\.com:issue:444500041, id \S+\)$`)}},
 			{"github", "github/pull_request.opened.json", []*regexp.Regexp{
 				rx(`(?m)^delivery \S+ \(pull_request\.opened\): succeeded`), rx(`(?m)^task TASK-2 `)}},
-			{"github", "github/ping.json", []*regexp.Regexp{rx(`(?m)^delivery \S+ \(ping\): ignored`)}},
+			{"github", "github/ping.json", []*regexp.Regexp{rx(`(?m)^delivery \S+ \(ping\): ignored — event not mapped to a task action$`)}},
 			{"gitlab", "gitlab/issue.json", []*regexp.Regexp{
-				rx(`(?m)^delivery \S+ \(Issue Hook\.open\): succeeded \(action create\)$`),
+				rx(`(?m)^delivery \S+ \(Issue Hook\.open\): succeeded — created \(action create\)$`),
 				rx(`(?m)^task TASK-3 "[^"]+" \(gitlab:gitlab\.com:issue:\d+, id \S+\)$`)}},
 			{"jira", "jira/webhook-issue-created.json", []*regexp.Regexp{
-				rx(`(?m)^delivery \S+ \(jira:issue_created\): succeeded \(action create\)$`),
+				rx(`(?m)^delivery \S+ \(jira:issue_created\): succeeded — created \(action create\)$`),
 				rx(`(?m)^task TASK-4 "[^"]+" \(jira:jira\.example\.com:issue:\d+, id \S+\)$`)}},
 		} {
 			checkSend(t, env, tc, 0)
@@ -171,6 +171,64 @@ func TestSendZeroConfig(t *testing.T) {
 			t.Errorf("send of a malformed issue --wait: exit %d, output:\n%s\nwant exit 1 and the failure", code, out)
 		}
 	})
+}
+
+// --wait says what the delivery did, not only that it succeeded: the result
+// the gateway recorded, and an action that was not applied (a stale update,
+// a suppressed or ignored delivery) says so; after a delete it names the
+// deleted task instead of failing to read it.
+func TestSendWaitSaysWhatHappened(t *testing.T) {
+	t.Parallel()
+	dbURL := newDatabaseURL(t, "sqlite")
+	addr := serveWithEnv(t, map[string]string{"GATEWAY_DATABASE_URL": dbURL, "GATEWAY_LISTEN": "127.0.0.1:0",
+		"GATEWAY_ADMIN_TOKEN": testAdminToken})
+	env := map[string]string{"GATEWAY_DATABASE_URL": dbURL, "GATEWAY_LISTEN": addr, "GATEWAY_ADMIN_TOKEN": testAdminToken}
+
+	const jiraTask = `(?m)^task TASK-1 "[^"]+" \(jira:jira\.example\.com:issue:10040, id \S+\)$`
+	const ghIssue = `github:github\.com:issue:444500041`
+	for _, tc := range []struct {
+		sendCase
+		never *regexp.Regexp // must not match the output
+	}{
+		{sendCase: sendCase{"jira", "jira/webhook-issue-created.json", []*regexp.Regexp{
+			rx(`(?m)^delivery \S+ \(jira:issue_created\): succeeded — created \(action create\)$`), rx(jiraTask)}}},
+		// The labels edit (2019-02-16) is newer than the resolve (2019-02-15).
+		{sendCase: sendCase{"jira", "jira/webhook-issue-updated-labels.json", []*regexp.Regexp{
+			rx(`(?m)^delivery \S+ \(jira:issue_updated\): succeeded — updated to revision \d+ \(action update\)$`), rx(jiraTask)}}},
+		{sendCase: sendCase{"jira", "jira/webhook-issue-updated-resolved.json", []*regexp.Regexp{
+			rx(`(?m)^delivery \S+ \(jira:issue_updated\): succeeded — stale update skipped \(older than the last applied event\) \(action archive not applied\)$`),
+			rx(jiraTask)}},
+			never: rx(`\(action archive\)`)},
+		// A delete of an issue the gateway never saw: no task.
+		{sendCase: sendCase{"jira", "jira/webhook-issue-deleted.json", []*regexp.Regexp{
+			rx(`(?m)^delivery \S+ \(jira:issue_deleted\): succeeded — no task; suppression recorded \(action delete\)\n\z`)}},
+			never: rx(`(?m)^task `)},
+		{sendCase: sendCase{"github", "github/issues.opened.json", []*regexp.Regexp{
+			rx(`(?m)^task TASK-2 "Spelling error in the README file" \(` + ghIssue + `, id \S+\)$`)}}},
+		{sendCase: sendCase{"github", "github/issues.deleted.json", []*regexp.Regexp{
+			rx(`(?m)^delivery \S+ \(issues\.deleted\): succeeded — task deleted; suppression recorded \(action delete\)$`),
+			rx(`(?m)^task deleted \(` + ghIssue + `, id \S+\)\n\z`)}},
+			never: rx(`(?i)not found|cannot|error|404`)},
+		{sendCase: sendCase{"github", "github/issues.edited.json", []*regexp.Regexp{
+			rx(`(?m)^delivery \S+ \(issues\.edited\): suppressed — the gateway deleted this entity's task; cleared suppressions re-enable it \(action update not applied\)\n\z`)}},
+			never: rx(`(?m)^task `)},
+		{sendCase: sendCase{"github", "github/ping.json", []*regexp.Regexp{
+			rx(`(?m)^delivery \S+ \(ping\): ignored — event not mapped to a task action\n\z`)}}},
+	} {
+		code, out := runSend(env, "--connection", tc.conn, "--file", payloadCopy(t, tc.fixture), "--wait")
+		if code != 0 {
+			t.Errorf("send %s --wait: exit %d, want 0; output:\n%s", tc.fixture, code, out)
+			continue
+		}
+		for _, re := range tc.want {
+			if !re.MatchString(out) {
+				t.Errorf("send %s --wait: output does not match %s:\n%s", tc.fixture, re, out)
+			}
+		}
+		if tc.never != nil && tc.never.MatchString(out) {
+			t.Errorf("send %s --wait: output matches %s:\n%s", tc.fixture, tc.never, out)
+		}
+	}
 }
 
 // README's configuration: the connection's provider and first secret come
@@ -225,7 +283,7 @@ connections:
 		}
 		for _, tc := range []sendCase{
 			{"gh-main", "github/issues.opened.json", []*regexp.Regexp{
-				rx(`(?m)^delivery \S+ \(issues\.opened\): succeeded \(action create\)$`),
+				rx(`(?m)^delivery \S+ \(issues\.opened\): succeeded — created \(action create\)$`),
 				rx(`(?m)^task ENG-1 "Spelling error in the README file" \(github:github\.com:issue:444500041, id \S+\)$`)}},
 			{"gl-main", "gitlab/merge_request.json", []*regexp.Regexp{
 				rx(`(?m)^delivery \S+ \(Merge Request Hook\.\w+\): succeeded`), rx(`(?m)^task ENG-2 "[^"]+" \(gitlab:gitlab\.example\.com:merge_request:\d+`)}},

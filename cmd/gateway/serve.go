@@ -145,8 +145,14 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// openStore opens the store named by a database URL.
+// openStore opens the store named by a database URL. Its errors never hold
+// the URL's password, whatever form it takes there.
 func openStore(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.Store, error) {
+	st, err := openDialect(ctx, url, logger)
+	return st, postgres.RedactError(err, url)
+}
+
+func openDialect(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.Store, error) {
 	switch {
 	case strings.HasPrefix(url, "sqlite:"):
 		d, err := sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"))
@@ -173,7 +179,7 @@ func openMigrated(ctx context.Context, f storeFlags, logger *slog.Logger) (*sqls
 	}
 	if err := st.Migrate(ctx); err != nil {
 		st.Close()
-		return nil, err
+		return nil, postgres.RedactError(err, f.databaseURL)
 	}
 	return st, nil
 }
@@ -321,6 +327,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	now := time.Now
 	ads := adapters()
 
+	m.Preset(metrics.Known{Connections: cfg.Connections, RecoveryActions: idempotency.RecoveryActionLabels, RetentionKinds: retention.Kinds})
 	m.WatchInbox(st, now, metrics.DefaultStatsInterval)
 	coord := idempotency.New(st, logger, now)
 	coord.Metrics = m

@@ -146,3 +146,55 @@ func TestConfigExpandsFromServesEnvironment(t *testing.T) {
 		t.Errorf("serve without %s: exit %d, stderr %q; want a failed start naming it", variable, code, errOut.String())
 	}
 }
+
+// TestStartErrorsHideTheDatabasePassword: whatever form the password takes
+// in the database URL, a start that fails on it never prints it, nor does
+// -h show it as the default.
+func TestStartErrorsHideTheDatabasePassword(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, url string
+		password  []string // its spellings
+	}{
+		{"userinfo", "postgres://u:Pw-4242-x@h/db?sslmode=bogus", []string{"Pw-4242-x"}},
+		{"userinfo escaped", "postgres://u:p%40ss-4242@h/db?sslmode=bogus", []string{"p%40ss-4242", "p@ss-4242"}},
+		{"userinfo unparsable", "postgres://u:sec%zz-4242@h/db", []string{"sec%zz-4242"}},
+		{"query", "postgres://u@h/db?password=Pw-4242-x&sslmode=bogus", []string{"Pw-4242-x"}},
+		{"query last", "postgresql://u@h/db?sslmode=bogus&password=Pw-4242-x", []string{"Pw-4242-x"}},
+		{"query any case", "postgres://u@h/db?PASSWORD=Pw-4242-x&sslmode=bogus", []string{"Pw-4242-x"}},
+		{"query unreachable", "postgres://u@127.0.0.1:1/db?password=Pw-4242-x&connect_timeout=1", []string{"Pw-4242-x"}},
+		{"key/value", "host=h user=u password=Pw-4242-x sslmode=bogus", []string{"Pw-4242-x"}},
+		{"key/value quoted", "host=h user=u password='Pw 4242 x' sslmode=bogus", []string{"Pw 4242 x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, args := range [][]string{
+				{"serve", "--listen", "127.0.0.1:0", "--database-url", tt.url},
+				{"migrate", "--database-url", tt.url},
+			} {
+				ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+				var out, errOut bytes.Buffer
+				code := Main(ctx, args, noEnv, &out, &errOut)
+				cancel()
+				if code == 0 || errOut.Len() == 0 {
+					t.Fatalf("%s exited %d with stderr %q, want a failed start", args[0], code, errOut.String())
+				}
+				for _, p := range tt.password {
+					if strings.Contains(out.String()+errOut.String(), p) {
+						t.Errorf("%s printed the password %q:\nstdout %q\nstderr %q", args[0], p, out.String(), errOut.String())
+					}
+				}
+			}
+			// -h shows the default from the environment.
+			env := func(k string) (string, bool) { return tt.url, k == "GATEWAY_DATABASE_URL" }
+			var out, errOut bytes.Buffer
+			Main(context.Background(), []string{"serve", "-h"}, env, &out, &errOut)
+			for _, p := range tt.password {
+				if strings.Contains(out.String()+errOut.String(), p) {
+					t.Errorf("serve -h showed the password %q:\n%s%s", p, out.String(), errOut.String())
+				}
+			}
+		})
+	}
+}

@@ -92,7 +92,8 @@ func TestSignIn(t *testing.T) {
 }
 
 // Sign-in failures count against the same per-address budget as bearer
-// tokens: past it, even the right token is refused for a while.
+// tokens: past it, failures are refused for a while, but the right token
+// still signs in.
 func TestSignInIsThrottled(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
@@ -100,15 +101,26 @@ func TestSignInIsThrottled(t *testing.T) {
 		for range httpapi.DefaultFailureBurst {
 			e.do(t, nil, http.MethodPost, "/ui/login", url.Values{"token": {"wrong-token-0123456789"}}, nil)
 		}
-		res := e.do(t, nil, http.MethodPost, "/ui/login", url.Values{"token": {adminToken}}, nil)
-		if res.status != http.StatusTooManyRequests || res.header.Get("Retry-After") == "" || res.header.Get("Set-Cookie") != "" {
-			t.Errorf("sign in after %d failures = %d (Retry-After %q), want 429 and no session", httpapi.DefaultFailureBurst,
-				res.status, res.header.Get("Retry-After"))
+		for _, token := range []string{"wrong-token-0123456789", ""} {
+			res := e.do(t, nil, http.MethodPost, "/ui/login", url.Values{"token": {token}}, nil)
+			if res.status != http.StatusTooManyRequests || res.header.Get("Retry-After") == "" || res.header.Get("Set-Cookie") != "" {
+				t.Errorf("sign in with %q after %d failures = %d (Retry-After %q), want 429 and no session", token,
+					httpapi.DefaultFailureBurst, res.status, res.header.Get("Retry-After"))
+			}
 		}
 		// The API shares the budget.
-		api := e.do(t, nil, http.MethodGet, "/api/v1/workspaces", nil, http.Header{"Authorization": {"Bearer " + adminToken}})
+		api := e.do(t, nil, http.MethodGet, "/api/v1/workspaces", nil, http.Header{"Authorization": {"Bearer wrong-token-0123456789"}})
 		if api.status != http.StatusTooManyRequests {
 			t.Errorf("API after the console's failures = %d, want 429", api.status)
+		}
+		// A valid token is never refused by the throttle.
+		res := e.do(t, nil, http.MethodPost, "/ui/login", url.Values{"token": {adminToken}}, nil)
+		if res.status != http.StatusSeeOther || res.header.Get("Set-Cookie") == "" {
+			t.Errorf("sign in with the right token from the throttled address = %d, want 303 and a session", res.status)
+		}
+		api = e.do(t, nil, http.MethodGet, "/api/v1/workspaces", nil, http.Header{"Authorization": {"Bearer " + adminToken}})
+		if api.status != http.StatusOK {
+			t.Errorf("API with the right token from the throttled address = %d, want 200", api.status)
 		}
 	})
 }

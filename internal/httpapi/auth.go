@@ -53,8 +53,8 @@ func HashToken(token string) string {
 
 // Authenticator checks bearer tokens. Only a token's hash is ever looked
 // up; the token itself is logged never. Repeated failures from one client
-// address are throttled (429 with Retry-After, before any lookup) and
-// logged as one summary line per address per minute.
+// address are throttled (429 with Retry-After; a valid token still passes)
+// and logged as one summary line per address per minute.
 type Authenticator struct {
 	tokens   TokenFinder
 	logger   *slog.Logger
@@ -88,16 +88,18 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 }
 
 // Authenticate checks a token presented from the client address addr (an
-// empty token is a missing one) for the request to path: throttled
-// addresses are refused before any lookup (429), and a missing or unknown
-// token counts as a failure of addr (401). The bearer middleware and the
-// console's sign-in both use it, so they share the one failure budget.
+// empty token is a missing one) for the request to path. A valid token
+// always passes: the throttle only ever refuses failures, so anonymous
+// requests from an address cannot lock out its valid credentials. A
+// missing or unknown token is a failure of addr (401), refused with 429
+// once addr has spent its failure budget. The bearer middleware, the
+// console's sign-in and /mcp all use it, so they share the one budget.
+//
+// The token is looked up even from a throttled address: the lookup is one
+// indexed read of its SHA-256, and tokens are random secrets far beyond
+// guessing, so the throttle is there to hold a flood of failures to a
+// trickle (and its log to a line a minute), not to stop a guess.
 func (a *Authenticator) Authenticate(ctx context.Context, addr, token, path string) (Principal, error) {
-	if wait, blocked := a.throttle.Blocked(addr); blocked {
-		a.logFailure(ctx, addr, "throttled", path)
-		return Principal{}, failure.New(failure.TooManyRequests,
-			"too many failed authentication attempts").WithRetryAfter(wait)
-	}
 	if token == "" {
 		return Principal{}, a.fail(ctx, addr, path, failure.New(failure.Unauthorized, "missing bearer token"))
 	}
@@ -119,7 +121,14 @@ func (a *Authenticator) PrincipalBySHA256(ctx context.Context, sha string) (Prin
 	return Principal{Name: tok.Name, Admin: tok.Admin, Workspaces: tok.Workspaces}, nil
 }
 
+// fail answers a failed attempt from addr: err while addr's budget lasts,
+// then 429 until it refills. Each failure spends the budget, so an address
+// that keeps failing stays throttled.
 func (a *Authenticator) fail(ctx context.Context, addr, path string, err *failure.Error) error {
+	if wait, blocked := a.throttle.Blocked(addr); blocked {
+		a.logFailure(ctx, addr, "throttled", path)
+		return failure.New(failure.TooManyRequests, "too many failed authentication attempts").WithRetryAfter(wait)
+	}
 	a.throttle.Failed(addr)
 	a.logFailure(ctx, addr, err.Message, path)
 	return err

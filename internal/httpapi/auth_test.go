@@ -101,8 +101,8 @@ func TestAuthenticationFailuresAreThrottledPerAddress(t *testing.T) {
 			t.Fatalf("failure %d: status %d, want 401", i, rec.Code)
 		}
 	}
-	// Budget spent: refused before any lookup, even with the right token.
-	for _, auth := range []string{"Bearer wrong", "Bearer " + goodToken} {
+	// Budget spent: failures are refused, missing and unknown tokens alike.
+	for _, auth := range []string{"Bearer wrong", ""} {
 		rec := call(h, attacker, auth)
 		if rec.Code != http.StatusTooManyRequests {
 			t.Fatalf("%q after %d failures: status %d, want 429", auth, DefaultFailureBurst, rec.Code)
@@ -112,20 +112,43 @@ func TestAuthenticationFailuresAreThrottledPerAddress(t *testing.T) {
 		}
 	}
 	// Another address is not affected.
-	if rec := call(h, other, "Bearer "+goodToken); rec.Code != http.StatusOK {
-		t.Errorf("other address: status %d, want 200", rec.Code)
+	if rec := call(h, other, "Bearer wrong"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("other address: status %d, want 401", rec.Code)
 	}
-	// The bucket refills at the failure rate.
+	// The bucket refills at the failure rate, and the next failure spends
+	// it again: an address that keeps failing stays throttled.
 	clock.Advance(time.Duration(float64(time.Second) / float64(DefaultFailureRate)))
-	if rec := call(h, attacker, "Bearer "+goodToken); rec.Code != http.StatusOK {
-		t.Errorf("after the refill interval: status %d, want 200", rec.Code)
+	if rec := call(h, attacker, "Bearer wrong"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("after the refill interval: status %d, want 401", rec.Code)
+	}
+	if rec := call(h, attacker, "Bearer wrong"); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("failing again at once: status %d, want 429", rec.Code)
 	}
 	// One summary line for the whole burst, never the token.
-	if n := strings.Count(logs.String(), "api authentication failed"); n != 1 {
+	if n := strings.Count(logs.String(), "client_address=198.51.100.7 "); n != 1 {
 		t.Errorf("%d log lines for one address's failures within a minute, want 1\n%s", n, logs)
 	}
 	if strings.Contains(logs.String(), "wrong") || strings.Contains(logs.String(), goodToken) {
 		t.Errorf("log carries a token: %s", logs)
+	}
+}
+
+// Anonymous and wrong requests from an address never lock out a valid
+// token presented from it: only failures are throttled.
+func TestValidTokenPassesAThrottledAddress(t *testing.T) {
+	t.Parallel()
+	h, _, _ := newTestAuth(t)
+	const addr = "198.51.100.7:5555"
+	for range DefaultFailureBurst + 5 {
+		call(h, addr, "")
+	}
+	if rec := call(h, addr, ""); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("anonymous request after %d: status %d, want 429", DefaultFailureBurst+5, rec.Code)
+	}
+	for _, auth := range []string{"Bearer " + goodToken, "bearer " + goodToken} {
+		if rec := call(h, addr, auth); rec.Code != http.StatusOK {
+			t.Errorf("%q from the throttled address: status %d, want 200", auth, rec.Code)
+		}
 	}
 }
 

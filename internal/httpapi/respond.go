@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -135,26 +136,32 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // MaxJSONBody caps API request bodies.
 const MaxJSONBody = 1 << 20
 
-// DecodeJSON decodes a bounded JSON body into v, refusing unknown fields;
-// every failure is a 400 naming the problem.
+// DecodeJSON decodes a bounded JSON body into v, refusing unknown fields
+// and text that is not valid UTF-8 (CheckJSONText); every failure is a 400
+// naming the problem, or a 413 for a body over MaxJSONBody.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	return decodeStrict(json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxJSONBody)), v)
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return failure.New(failure.TooLarge, "request body exceeds %d bytes", MaxJSONBody)
+		}
+		return failure.New(failure.Invalid, "malformed JSON: %v", err)
+	}
+	return DecodeJSONBytes(raw, v)
 }
 
 // DecodeJSONBytes is DecodeJSON for a body already read.
 func DecodeJSONBytes(raw []byte, v any) error {
-	return decodeStrict(json.NewDecoder(bytes.NewReader(raw)), v)
-}
-
-func decodeStrict(dec *json.Decoder, v any) error {
+	if err := CheckJSONText(raw); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
 		var typeErr *json.UnmarshalTypeError
 		var syntaxErr *json.SyntaxError
 		switch {
-		case errors.As(err, &tooBig):
-			return failure.New(failure.TooLarge, "request body exceeds %d bytes", MaxJSONBody)
 		case errors.As(err, &typeErr):
 			return failure.New(failure.Invalid, "field %q must be %s", typeErr.Field, typeErr.Type.String())
 		case errors.As(err, &syntaxErr):

@@ -36,8 +36,8 @@ func ClientAddress(r *http.Request) string {
 
 // FailureThrottle counts authentication failures per client address in a
 // token bucket: Burst failures at once, then Rate. An address whose bucket
-// is empty is refused before its credentials are even looked at, until the
-// bucket refills, so guessing tokens runs at Rate at most.
+// is empty has its failures answered 429 until the bucket refills; a
+// request that authenticates is never refused by it.
 type FailureThrottle struct {
 	limit rate.Limit
 	burst int

@@ -32,6 +32,13 @@ const (
 	ActionNone RecoveryAction = ""
 )
 
+// RecoveryActionLabels are the names of every action of the set (ActionNone
+// is none): the action label of gateway_recovery_actions_total.
+var RecoveryActionLabels = []string{string(ActionReconcileUnknownStep), string(ActionRetryCompensation),
+	string(ActionResumePreparing), string(ActionCompletePreparing), string(ActionRetryPreparingRelease),
+	string(ActionCompleteCompleting), string(ActionAbortPreparing), string(ActionReconcileLaunch),
+	string(ActionRetryLaunch), string(ActionTransferLaunch), string(ActionReplayTerminal)}
+
 // DecideRecovery returns the one legal action for an operation's locked
 // condition (running steps whose lease expired count as unknown), or
 // ActionNone.

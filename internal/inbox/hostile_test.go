@@ -212,13 +212,15 @@ func TestEverySecretHeaderIsStripped(t *testing.T) {
 	adapters := map[string]connectors.Adapter{fakeProvider: fakeAdapter{}, connectors.ProviderGitHub: github.Adapter{},
 		connectors.ProviderGitLab: gitlab.Adapter{}, connectors.ProviderJira: jira.Adapter{}}
 	secretHeaders := []string{"X-Gitlab-Token", "X-Hub-Signature-256", "X-Hub-Signature", "Authorization",
-		"Proxy-Authorization", "Cookie", headerFakeSig}
+		"Proxy-Authorization", "Cookie", "X-Api-Key", "X-Forwarded-Authorization", "X-Amz-Security-Token", headerFakeSig}
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		_, h := startReceiver(t, st, adapters, nil, ReceiverOptions{})
 		body := []byte(`{}`)
 		req := webhook(connFake, body, "secrets", secretCurrent)
 		for _, name := range secretHeaders[:len(secretHeaders)-1] {
 			req.Header.Set(name, "secret-value-of-"+name)
+			// Spelled otherwise too, as a handler's own code might add it.
+			req.Header[strings.ToLower(name)] = []string{"secret-value-lower-" + name}
 		}
 		rec := serve(h, req)
 		if rec.Code != http.StatusAccepted {
@@ -440,5 +442,31 @@ func TestBigBodiesCommitAFewAtATime(t *testing.T) {
 	}
 	if total != 5 || len(w.batches) < 4 {
 		t.Errorf("batches %d (after the first) with %d deliveries; want the 5 big ones in at least 3 batches", len(w.batches)-1, total)
+	}
+}
+
+// While storage is down every webhook is refused with 503; the log gets
+// one line per interval with the count refused since, not a line each.
+func TestStorageRefusalsAreSummarisedInTheLog(t *testing.T) {
+	t.Parallel()
+	logs := &lineCounter{}
+	clock := newTestClock()
+	rc := NewReceiver(failingWriter{}, map[string]connectors.Adapter{fakeProvider: fakeAdapter{}}, lookupConnection,
+		slog.New(slog.NewTextHandler(logs, nil)), clock.Now)
+	t.Cleanup(runInBackground(t, rc.Run))
+	h := receiverRouter(rc)
+	for i := range 50 {
+		if rec := serve(h, webhook(connFake, []byte(`{}`), fmt.Sprintf("k%d", i), secretCurrent)); rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("request %d: status %d, want 503", i, rec.Code)
+		}
+	}
+	if got := logs.with("storage unavailable"); len(got) != 1 {
+		t.Fatalf("%d log lines for 50 refusals within a minute, want 1:\n%s", len(got), strings.Join(got, ""))
+	}
+	clock.Advance(badSignatureLogInterval)
+	serve(h, webhook(connFake, []byte(`{}`), "k-last", secretCurrent))
+	got := logs.with("storage unavailable")
+	if len(got) != 2 || !strings.Contains(got[1], "suppressed_since_last_line=49") {
+		t.Errorf("after the interval: lines %q, want a second line reporting 49 suppressed", got)
 	}
 }

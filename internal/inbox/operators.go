@@ -170,9 +170,7 @@ func ShownHeaders(d store.Delivery) http.Header {
 	if err != nil {
 		return http.Header{}
 	}
-	for _, name := range shownSecretHeaders {
-		h.Del(name)
-	}
+	removeSecretHeaders(h, shownSecretHeaders)
 	return h
 }
 

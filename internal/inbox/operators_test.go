@@ -1162,3 +1162,39 @@ func TestOperatorListErrorScanBound(t *testing.T) {
 		}
 	})
 }
+
+// A row stored before a header was known to be secret, in whatever case,
+// never shows it.
+func TestShownHeadersHideEverySecretHeader(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		f := newOperatorFixture(t, st)
+		names := []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key", "X-Forwarded-Authorization",
+			"X-Amz-Security-Token", "X-Hub-Signature-256", "X-Gitlab-Token"}
+		stored := http.Header{"X-Fake-Event": {"issue"}}
+		for _, name := range names {
+			stored[name] = []string{"secret-value-of-" + name}
+			stored[strings.ToLower(name)] = []string{"secret-value-lower-" + name}
+			stored[strings.ToUpper(name)] = []string{"secret-value-upper-" + name}
+		}
+		raw, err := json.Marshal(stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := st.InsertDeliveries(context.Background(), []store.Delivery{{ConnectionID: connFake, Provider: fakeProvider,
+			Event: "issue", DeliveryKey: "old-row", Headers: string(raw), Body: []byte(`{}`), ReceivedAt: f.clock.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, body := f.do(t, http.MethodGet, "/api/v1/deliveries/"+res[0].ID)
+		if code != http.StatusOK {
+			t.Fatalf("status = %d (%s)", code, body)
+		}
+		if strings.Contains(string(body), "secret-value") {
+			t.Errorf("GET /api/v1/deliveries/{id} shows a secret header: %s", body)
+		}
+		if !strings.Contains(string(body), "X-Fake-Event") {
+			t.Errorf("GET /api/v1/deliveries/{id} = %s, want the other headers", body)
+		}
+	})
+}

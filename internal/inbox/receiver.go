@@ -37,8 +37,12 @@ const (
 	ReceiptDuplicate = "duplicate"
 )
 
-// alwaysSecretHeaders are never stored or shown, whatever the provider.
-var alwaysSecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
+// alwaysSecretHeaders are never stored or shown, whatever the provider:
+// the credentials a client, a proxy or a platform in between may send.
+// With the providers' own secret headers they are the one list both
+// EncodeHeaders (storing) and ShownHeaders (showing) remove.
+var alwaysSecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie",
+	"X-Api-Key", "X-Forwarded-Authorization", "X-Amz-Security-Token"}
 
 // DeliveryWriter is what the receiver needs from the store.
 type DeliveryWriter interface {
@@ -79,7 +83,7 @@ type Receiver struct {
 	// badSignatures summarises rejected signatures per connection in the
 	// log, so unauthenticated traffic cannot flood it.
 	badSignatures *httpapi.LogSampler
-	// refusals summarises 503s for the in-flight bound.
+	// refusals summarises 503s: for the in-flight bound, for storage down.
 	refusals *httpapi.LogSampler
 	started  atomic.Bool
 }
@@ -170,6 +174,15 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if suppressed, log := rc.refusals.Observe("inflight"); log {
 			rc.logger.WarnContext(r.Context(), "webhooks refused: body bytes in flight at their bound",
 				"max_inflight_body_bytes", rc.bodies.max, "suppressed_since_last_line", suppressed)
+		}
+		httpapi.WriteError(w, r, discardLogger, err)
+	case failure.CodeOf(err) == failure.Unavailable:
+		// Storage down (or the gateway stopping) refuses every delivery
+		// alike: one line per reason per interval, not one per 503.
+		reason := failure.MessageOf(err)
+		if suppressed, log := rc.refusals.Observe("unavailable: " + reason); log {
+			rc.logger.WarnContext(r.Context(), "webhooks refused: "+reason, "error", err,
+				"suppressed_since_last_line", suppressed)
 		}
 		httpapi.WriteError(w, r, discardLogger, err)
 	default:
@@ -328,23 +341,30 @@ func secretHeadersOf(adapters map[string]connectors.Adapter) []string {
 
 // EncodeHeaders returns h as the JSON object stored with a delivery
 // (canonical name → values, as http.Header marshals), without the secret
-// headers, Authorization, Proxy-Authorization and Cookie.
+// headers (removeSecretHeaders).
 func EncodeHeaders(h http.Header, secretHeaders []string) (string, error) {
 	out := make(http.Header, len(h))
 	for name, values := range h {
 		out[http.CanonicalHeaderKey(name)] = values
 	}
-	for _, name := range secretHeaders {
-		delete(out, http.CanonicalHeaderKey(name))
-	}
-	for _, name := range alwaysSecretHeaders {
-		delete(out, name)
-	}
+	removeSecretHeaders(out, secretHeaders)
 	b, err := json.Marshal(out)
 	if err != nil {
 		return "", fmt.Errorf("encode headers: %w", err)
 	}
 	return string(b), nil
+}
+
+// removeSecretHeaders deletes from h every header named in secretHeaders or
+// alwaysSecretHeaders, whatever the case of its name in h (a row stored
+// before names were canonical keeps its own spelling).
+func removeSecretHeaders(h http.Header, secretHeaders []string) {
+	for name := range h {
+		secret := func(s string) bool { return strings.EqualFold(s, name) }
+		if slices.ContainsFunc(secretHeaders, secret) || slices.ContainsFunc(alwaysSecretHeaders, secret) {
+			delete(h, name)
+		}
+	}
 }
 
 // DecodeHeaders turns a delivery's stored headers back into an http.Header,

@@ -273,6 +273,11 @@ func (a *Applier) create(ctx context.Context, conn config.Connection, ev connect
 	return out, nil
 }
 
+// StaleUpdateSkipped is the result of a delivery whose update was older than
+// the last one applied to its task: it succeeded, and its action was not
+// applied.
+const StaleUpdateSkipped = "stale update skipped (older than the last applied event)"
+
 func (a *Applier) update(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, out inbox.Outcome) (inbox.Outcome, error) {
 	out.TaskID = task.ID
 	if task.CreationState != store.CreationComplete {
@@ -305,7 +310,7 @@ func (a *Applier) update(ctx context.Context, conn config.Connection, ev connect
 	}
 	updated, err := a.tasks.Update(ctx, task.ID, p, nil)
 	if errors.Is(err, tasks.ErrStale) {
-		out.Action, out.Result = action, "stale update skipped (older than the last applied event)"
+		out.Action, out.Result = action, StaleUpdateSkipped
 		return out, nil
 	}
 	if err != nil {

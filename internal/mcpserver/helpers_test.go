@@ -35,8 +35,8 @@ var (
 
 var tokenOf = map[string]string{"admin": "admin-secret-0123456789", "ws-bot": "ws-bot-secret-0123456789"}
 
-// env is the MCP surface and the REST API over one fresh store holding the
-// workspaces "ws" and "other".
+// env is the MCP surface and the REST API (with /mcp) over one fresh store
+// holding the workspaces "ws" and "other".
 type env struct {
 	st   *sqlstore.Store
 	mcp  *mcpserver.Gateway
@@ -60,7 +60,7 @@ func newEnv(t *testing.T, st *sqlstore.Store) *env {
 	api := tasks.NewAPI(tasks.NewService(st, logger, clock.Now), idempotency.New(st, logger, clock.Now), nil, st, logger, clock.Now)
 	ops := inbox.NewOperators(st, logger, clock.Now)
 	e := &env{st: st, mcp: mcpserver.New(api, ops, logger, "test")}
-	e.rest = httptest.NewServer(server.NewRouter(server.Deps{Tasks: api, Deliveries: ops,
+	e.rest = httptest.NewServer(server.NewRouter(server.Deps{Tasks: api, Deliveries: ops, MCP: e.mcp,
 		Authenticator: httpapi.NewAuthenticator(st, logger, nil), Logger: logger}))
 	t.Cleanup(e.rest.Close)
 	return e

@@ -87,9 +87,17 @@ type replayDeliveriesInput struct {
 // addTool adds a tool whose work is fn, run as the caller. fn's error
 // becomes the tool error the REST API would have answered: the error
 // table's message (a generic one for a 500, whose cause is logged).
+//
+// The arguments are checked as a REST body is (httpapi.CheckJSONText)
+// before fn runs: the SDK has already decoded them into in, turning text
+// that is not UTF-8 into U+FFFD, so the check reads the raw arguments.
 func addTool[In, Out any](s *mcp.Server, t toolset, tool *mcp.Tool, fn func(ctx context.Context, in In) (Out, error)) {
-	mcp.AddTool(s, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		out, err := fn(httpapi.WithPrincipal(ctx, t.caller), in)
+	mcp.AddTool(s, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		var out Out
+		err := httpapi.CheckJSONText(req.Params.Arguments)
+		if err == nil {
+			out, err = fn(httpapi.WithPrincipal(ctx, t.caller), in)
+		}
 		if err != nil {
 			_, message := httpapi.Describe(ctx, t.logger, err, "mcp_tool", tool.Name, "principal", t.caller.Name)
 			return nil, out, errors.New(message)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -116,6 +117,58 @@ func New(reg *prometheus.Registry) *Metrics {
 		m.deliveries.WithLabelValues(s)
 	}
 	return m
+}
+
+// presetWebhookCodes are the webhook answers whose series exist from start
+// for every connection: accepted (202, duplicates included), malformed (400),
+// refused signature (401) and unavailable or shedding load (503). Other codes
+// appear at their first answer.
+var presetWebhookCodes = []string{"202", "400", "401", "503"}
+
+// presetProviderAPICodes are the provider API answers whose series exist
+// from start: success, and no answer at all.
+var presetProviderAPICodes = []string{"200", "error"}
+
+// Known are the label values known before any sample.
+type Known struct {
+	// Connections are the configured connections; a connection with an API
+	// token makes its provider's API series known too.
+	Connections []config.Connection
+	// RecoveryActions are the creation-recovery actions
+	// (idempotency.RecoveryActionLabels).
+	RecoveryActions []string
+	// RetentionKinds are the kinds of pruned rows (retention.Kinds).
+	RetentionKinds []string
+}
+
+// Preset exports the series of k at zero, so that rate() and absence alerts
+// work from the first scrape rather than from each series' first sample.
+func (m *Metrics) Preset(k Known) {
+	if m == nil {
+		return
+	}
+	for _, c := range k.Connections {
+		for _, code := range presetWebhookCodes {
+			m.webhookRequests.WithLabelValues(c.ID, code)
+		}
+		m.webhookAck.WithLabelValues(c.ID)
+		m.processing.WithLabelValues(c.ID)
+		for _, a := range taskActions {
+			m.taskActions.WithLabelValues(c.ID, a)
+		}
+		m.redelivered.WithLabelValues(c.ID)
+		if c.HasAPIAccess() {
+			for _, code := range presetProviderAPICodes {
+				m.providerAPI.WithLabelValues(c.Provider, code)
+			}
+		}
+	}
+	for _, a := range k.RecoveryActions {
+		m.recoveryActions.WithLabelValues(a)
+	}
+	for _, kind := range k.RetentionKinds {
+		m.retentionDeleted.WithLabelValues(kind)
+	}
 }
 
 // ServeHTTP serves GET /metrics in the Prometheus text format (404 on a

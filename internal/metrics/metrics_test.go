@@ -138,6 +138,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.RecoveryAction("resume")
 	m.ProviderAPIRequest("github", 200)
 	m.RetentionDeleted("deliveries", 3)
+	m.Preset(Known{RecoveryActions: []string{"resume_preparing"}})
 	m.MissedDeliveryRedelivered("gh")
 	m.WatchInbox(nil, nil, 0)
 	if got := m.ProviderTransport("github", http.DefaultTransport); got != http.DefaultTransport {

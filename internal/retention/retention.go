@@ -30,6 +30,9 @@ const (
 	KindEvents              = "events"
 )
 
+// Kinds are every kind of pruned row.
+var Kinds = []string{KindDeliveriesProcessed, KindDeliveriesFailed, KindEvents}
+
 // LeaseName is the job lease the pruners of all replicas share.
 const LeaseName = "retention"
 

@@ -93,6 +93,11 @@ func (a *API) Create(ctx context.Context, p httpapi.Principal, raw []byte) (Crea
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return CreateJSON{}, failure.New(failure.Invalid, "malformed JSON: the body must be an object")
 	}
+	// Before anything reads a field: encoding/json has decoded text that is
+	// not UTF-8 into U+FFFD, which would make different external IDs one.
+	if err := httpapi.CheckJSONText(raw); err != nil {
+		return CreateJSON{}, err
+	}
 	var wsID string
 	if v, ok := fields["workspace_id"]; ok {
 		_ = json.Unmarshal(v, &wsID)

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,37 +104,174 @@ func NewSchema(t testing.TB, url string) string {
 	}
 	exec(t, url, `CREATE SCHEMA `+pgx.Identifier{name}.Sanitize())
 	t.Cleanup(func() {
-		exec(t, url, `DROP SCHEMA `+pgx.Identifier{name}.Sanitize()+` CASCADE`)
+		// A schema left behind harms no other test: log, do not fail.
+		if err := execWithin(url, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`, databaseLimits.deadline); err != nil {
+			t.Logf("schema %s left behind: %v", name, err)
+		}
 	})
 	return name
 }
 
+// limits bound creating and dropping a database: the deadline of one
+// attempt, and how many attempts.
+type limits struct {
+	deadline time.Duration
+	attempts int
+}
+
+// databaseLimits are generous because CREATE and DROP DATABASE wait on the
+// whole server, not on the test: DROP DATABASE (PostgreSQL 15) makes the
+// checkpointer write and fsync every dirty buffer of every database, behind
+// any checkpoint already under way, and CREATE DATABASE copies its template
+// through the same busy disk. With many tests writing at once that takes
+// longer than a query's 30 seconds.
+var databaseLimits = limits{deadline: 2 * time.Minute, attempts: 3}
+
+// databasePrefix starts the name of every database NewDatabase creates:
+// gw_test_<unix seconds>_<pid>_<sequence>, so that the sweeper can tell how
+// old a leftover is.
+const databasePrefix = "gw_test_"
+
+// staleDatabaseAge is how old a test database must be for the sweeper to
+// drop it: older than any test run.
+const staleDatabaseAge = time.Hour
+
+var sweepOnce sync.Once
+
 // NewDatabase creates a database with extra CREATE DATABASE options (e.g. a
-// non-C collation), dropped at cleanup, and returns its URL.
+// non-C collation) and returns its URL. It is dropped at cleanup, after the
+// cleanups registered later (the pools opened on it) have run; a drop that
+// still fails is logged and the database left to the sweeper, which drops
+// test databases older than an hour the next time a test process creates
+// one. A failed drop says nothing about the test.
 func NewDatabase(t testing.TB, url, options string) string {
 	t.Helper()
-	name := fmt.Sprintf("gw_test_%d_%d", os.Getpid(), schemaSeq.Add(1))
-	exec(t, url, `CREATE DATABASE `+name+` `+options)
-	t.Cleanup(func() { exec(t, url, `DROP DATABASE `+name+` WITH (FORCE)`) })
+	sweepOnce.Do(func() {
+		now := time.Now()
+		for _, err := range sweepDatabases(url, func(name string, invalid bool) bool { return isStale(name, invalid, now) }) {
+			t.Logf("sweep test databases: %v", err)
+		}
+	})
+	return newDatabase(t, url, options, databaseLimits)
+}
+
+func newDatabase(t testing.TB, url, options string, lim limits) string {
+	t.Helper()
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("parse url: %v", err)
 	}
-	return strings.Replace(url, "/"+cfg.Database+"?", "/"+name+"?", 1)
+	for attempt := 1; ; attempt++ {
+		name := fmt.Sprintf("%s%d_%d_%d", databasePrefix, time.Now().Unix(), os.Getpid(), schemaSeq.Add(1))
+		// An attempt cut off by its deadline may have left the database.
+		t.Cleanup(func() { dropTestDatabase(t, url, name, lim) })
+		err := execWithin(url, `CREATE DATABASE `+name+` `+options, lim.deadline)
+		if err == nil {
+			return strings.Replace(url, "/"+cfg.Database+"?", "/"+name+"?", 1)
+		}
+		if attempt == lim.attempts {
+			t.Fatalf("create database (%d attempts): %v", attempt, err)
+		}
+		t.Logf("create database %s, attempt %d: %v; trying again", name, attempt, err)
+	}
+}
+
+// dropTestDatabase drops a test's database, forcing out the connections
+// still open on it, and tries again when an attempt fails; it logs what it
+// could not drop rather than failing the test.
+func dropTestDatabase(t testing.TB, url, name string, lim limits) {
+	for attempt := 1; ; attempt++ {
+		err := execWithin(url, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`, lim.deadline)
+		switch {
+		case err == nil:
+			return
+		case attempt == lim.attempts:
+			t.Logf("database %s left for the sweeper: drop failed %d times: %v", name, attempt, err)
+			return
+		}
+		t.Logf("drop database %s, attempt %d: %v; trying again", name, attempt, err)
+	}
+}
+
+// isStale says whether a test process left the database behind: it was
+// created more than staleDatabaseAge before now, or a cut-off drop left it
+// invalid (datconnlimit -2), which nobody can connect to.
+func isStale(name string, invalid bool, now time.Time) bool {
+	created := databaseCreated(name)
+	return invalid || (!created.IsZero() && created.Before(now.Add(-staleDatabaseAge)))
+}
+
+// sweepDatabases drops the test databases (by their prefix) that stale
+// selects, and returns what it could not do.
+func sweepDatabases(url string, stale func(name string, invalid bool) bool) []error {
+	ctx, cancel := context.WithTimeout(context.Background(), databaseLimits.deadline)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return []error{err}
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT datname, datconnlimit = -2 FROM pg_database WHERE starts_with(datname, $1)`, databasePrefix)
+	if err != nil {
+		return []error{err}
+	}
+	var drop []string
+	for rows.Next() {
+		var name string
+		var invalid bool
+		if err := rows.Scan(&name, &invalid); err != nil {
+			return []error{err}
+		}
+		if stale(name, invalid) {
+			drop = append(drop, name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, name := range drop {
+		if _, err := conn.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
+			errs = append(errs, fmt.Errorf("drop %s: %w", name, err))
+		}
+	}
+	return errs
+}
+
+// databaseCreated reads the creation time in a test database's name; the
+// zero time (never stale by age) when the name has none.
+func databaseCreated(name string) time.Time {
+	parts := strings.Split(strings.TrimPrefix(name, databasePrefix), "_")
+	if len(parts) != 3 {
+		return time.Time{}
+	}
+	sec, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0)
 }
 
 func exec(t testing.TB, url, sql string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := execWithin(url, sql, 30*time.Second); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// execWithin runs sql on a connection of its own, within deadline.
+func execWithin(url, sql string, deadline time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		t.Fatalf("connect postgres: %v", err)
+		return fmt.Errorf("connect postgres: %w", err)
 	}
-	defer conn.Close(ctx)
+	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+		return fmt.Errorf("%s: %w", sql, err)
 	}
+	return nil
 }
 
 func sanitize(s string) string {
