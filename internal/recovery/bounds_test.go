@@ -1,8 +1,10 @@
 package recovery
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -236,5 +238,69 @@ func TestRecoverRefusesRedirectsToAnotherHost(t *testing.T) {
 	// A refusal is final: not asked again.
 	if n := asked.Load(); n != 4 {
 		t.Errorf("the API got %d requests, want 4 (a listing and a hook state per connection)", n)
+	}
+}
+
+// syncBuffer is a log sink tests read while the recoverer writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A background run's deadline is its interval when that is shorter than
+// MaxRun: it stops, logs why, and leaves the next run its time.
+func TestBackgroundRunStopsWithinItsInterval(t *testing.T) {
+	t.Parallel()
+	st := storetest.Open(t, store.DialectSQLite)
+	gh := newFakeGitHub(t)
+	var pages atomic.Int64
+	gh.pager = func(cursor string) ([]ghDelivery, string) {
+		pages.Add(1)
+		n, _ := strconv.ParseInt(cursor, 10, 64)
+		return failedPage(n), strconv.FormatInt(n+1, 10)
+	}
+	conn := gh.connection(repoHook)
+	conn.RecoverEvery = "10m"
+	rec := newRecoverer(st, conn)
+	logs := &syncBuffer{}
+	rec.logger = slog.New(slog.NewTextHandler(logs, nil))
+	clock := &steppingClock{at: now, step: time.Minute}
+	rec.now = clock.now
+	rec.MaxRun = time.Hour // the API's bound; the interval is shorter
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		rec.Run(ctx, []config.Connection{conn})
+		close(done)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(logs.String(), "reason=deadline") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no deadline stop logged within 30s; logs:\n%s", logs.String())
+		}
+		<-tick.C
+	}
+	cancel()
+	<-done
+	// A minute a clock reading, a ten-minute interval: within ten pages.
+	if got := pages.Load(); got > 10 {
+		t.Errorf("pages read = %d, want the run stopped within its interval", got)
+	}
+	if !strings.Contains(logs.String(), "connection=gh") || !strings.Contains(logs.String(), "hook_id=11") {
+		t.Errorf("the stop's log line lacks the connection or hook:\n%s", logs.String())
 	}
 }
