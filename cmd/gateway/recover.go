@@ -76,7 +76,11 @@ func printRecovery(w io.Writer, res recovery.Result, dryRun bool) {
 				d.DeliveredAt.Format(time.RFC3339), d.StatusCode, d.Redelivered, request)
 		}
 	}
-	for _, u := range res.Unfinished {
-		fmt.Fprintf(w, "not finished: %s\n", u)
+	if len(res.Unfinished) > 0 {
+		fmt.Fprintln(w, "\nNOT FINISHED\tHOOK ID\tREASON\tERROR")
+		for _, u := range res.Unfinished {
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", u.Hook, u.HookID, u.Reason, u.Error)
+		}
+		fmt.Fprintln(w, "\nthe run stopped early: what it read is above; run it again, or with a shorter --since, for the rest")
 	}
 }

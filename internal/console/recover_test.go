@@ -168,7 +168,8 @@ func TestRecoverShowsTheRun(t *testing.T) {
 				StatusCode: 503, Redelivered: true, Request: store.RedeliveryAccepted},
 			{GUID: "guid-refused", HookID: 11, DeliveryID: 904, Event: "push", DeliveredAt: start.Add(-3 * time.Hour),
 				Request: store.RedeliveryFailed, Error: "422 Validation Failed"},
-		}, Unfinished: []string{"repository acme/old hook 12: list deliveries: 404 Not Found"}}}
+		}, Unfinished: []recovery.Unfinished{{Hook: "repository acme/old hook 12", HookID: 12, Reason: recovery.StopProviderError,
+			Error: "list deliveries: 404 Not Found"}}}}
 		e := newEnvWithRecovery(t, st, func(func() time.Time) console.Recovery { return fake })
 		b := e.login(t, adminToken)
 		b.get(t, "/ui/recover")
@@ -178,7 +179,7 @@ func TestRecoverShowsTheRun(t *testing.T) {
 		}
 		wantIn(t, "the run", section(t, res.body, "gh"), []string{
 			"Recovery over the last 6h", "Asked the provider to redeliver <strong>1</strong> delivery; <strong>3</strong> checked, <strong>2</strong> missing.",
-			"The run did not finish:", "repository acme/old hook 12: list deliveries: 404 Not Found",
+			"The run did not finish:", "repository acme/old hook 12: list deliveries: 404 Not Found", "(provider_error)", "Run it again, or over a shorter window",
 			"<code>guid-accepted</code>", "<code>issues.opened</code>", "2026-03-04 10:25:15 UTC", "5m ago", `<span class="status s-accepted">accepted</span>`,
 			"<code>guid-refused</code>", "<code>push</code>", "no response", `<span class="status s-failed">failed</span> <span class="error-text">422 Validation Failed</span>`,
 			`name="since" value="6h"`,

@@ -1,8 +1,11 @@
 // Package providerapi builds the API clients of a connection's provider
-// (go-github, GitLab's client-go) from its configuration, each counting its
-// requests in gateway_provider_api_requests_total, and reads the
-// waits providers impose (Retry-After, rate-limit resets). The projection
-// and missed-delivery recovery both call the provider APIs through it.
+// (go-github, GitLab's client-go) from its configuration and reads the
+// waits providers impose (Retry-After, rate-limit resets). Each client
+// counts its requests in gateway_provider_api_requests_total, never sends
+// one to another origin than the connection's API (the clients put the
+// token on every request, redirected ones too) and reads at most
+// MaxResponseBody of an answer. The projection and missed-delivery
+// recovery both call the provider APIs through it.
 package providerapi
 
 import (
@@ -24,50 +27,51 @@ import (
 // park work for years).
 const MaxWait = 24 * time.Hour
 
-// counted is hc with each request to provider's API counted in m (nil: not
-// counted).
-func counted(hc *http.Client, m *metrics.Metrics, provider string) *http.Client {
-	c := *hc
-	c.Transport = m.ProviderTransport(provider, c.Transport)
-	return &c
-}
-
 // GitHubClient is go-github's client for conn over hc, its requests
-// counted in m: api_url when set (used as given), else GitHub Enterprise
-// Server's https://<host>/api/v3/ for a host other than github.com, else
-// https://api.github.com/.
+// counted in m and guarded (guarded): api_url when set (used as given),
+// else GitHub Enterprise Server's https://<host>/api/v3/ for a host other
+// than github.com, else https://api.github.com/.
 func GitHubClient(hc *http.Client, m *metrics.Metrics, conn config.Connection) (*gh.Client, error) {
-	client := gh.NewClient(counted(hc, m, connectors.ProviderGitHub)).WithAuthToken(conn.APIToken)
+	raw := "https://api.github.com/"
 	switch {
 	case conn.APIURL != "":
-		var err error
-		if client, err = client.WithEnterpriseURLs(conn.APIURL, conn.APIURL); err != nil {
-			return nil, err
-		}
-		base := strings.TrimSuffix(conn.APIURL, "/") + "/"
-		if client.BaseURL, err = client.BaseURL.Parse(base); err != nil {
-			return nil, err
-		}
+		raw = strings.TrimSuffix(conn.APIURL, "/") + "/"
 	case conn.Host != "" && !strings.EqualFold(conn.Host, "github.com"):
-		// GitHub Enterprise Server: https://<host>/api/v3/.
-		var err error
-		if client, err = client.WithEnterpriseURLs("https://"+conn.Host+"/", "https://"+conn.Host+"/"); err != nil {
-			return nil, err
-		}
+		// GitHub Enterprise Server.
+		raw = "https://" + conn.Host + "/api/v3/"
 	}
+	base, err := apiBase(raw)
+	if err != nil {
+		return nil, err
+	}
+	client := gh.NewClient(guarded(hc, m, connectors.ProviderGitHub, base)).WithAuthToken(conn.APIToken)
+	if client.BaseURL.String() == raw {
+		return client, nil
+	}
+	if client, err = client.WithEnterpriseURLs(raw, raw); err != nil {
+		return nil, err
+	}
+	// As given: WithEnterpriseURLs would add /api/v3/ to an api_url
+	// without it.
+	client.BaseURL = base
 	return client, nil
 }
 
 // GitLabClient is client-go's client for conn over hc, its requests
-// counted in m: api_url when set, else https://<host>/api/v4. Its own
-// retries are off: callers wait as the provider asks, with their own
-// backoff.
+// counted in m and guarded (guarded): api_url when set, else
+// https://<host>/api/v4. Its own retries are off: callers wait as the
+// provider asks, with their own backoff.
 func GitLabClient(hc *http.Client, m *metrics.Metrics, conn config.Connection) (*gitlab.Client, error) {
-	base := conn.APIURL
-	if base == "" {
-		base = "https://" + conn.Host + "/api/v4"
+	raw := conn.APIURL
+	if raw == "" {
+		raw = "https://" + conn.Host + "/api/v4"
 	}
-	return gitlab.NewClient(conn.APIToken, gitlab.WithHTTPClient(counted(hc, m, connectors.ProviderGitLab)), gitlab.WithoutRetries(), gitlab.WithBaseURL(base))
+	base, err := apiBase(raw)
+	if err != nil {
+		return nil, err
+	}
+	return gitlab.NewClient(conn.APIToken, gitlab.WithHTTPClient(guarded(hc, m, connectors.ProviderGitLab, base)),
+		gitlab.WithoutRetries(), gitlab.WithBaseURL(raw))
 }
 
 // WaitHeader is the wait a provider asked for: Retry-After (seconds or an

@@ -73,6 +73,9 @@ type fakeGitHub struct {
 	// 202 (they are recorded all the same).
 	redeliverStatus int
 	requests        int
+	// pager, when set, answers every listing: the page at cursor and the
+	// next page's cursor ("" none).
+	pager func(cursor string) ([]ghDelivery, string)
 }
 
 func newFakeGitHub(t *testing.T) *fakeGitHub {
@@ -131,8 +134,17 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 func (f *fakeGitHub) list(w http.ResponseWriter, r *http.Request, hook string) {
 	f.mu.Lock()
 	all, ok := f.deliveries[hook]
-	size := f.pageSize
+	size, pager := f.pageSize, f.pager
 	f.mu.Unlock()
+	if pager != nil {
+		page, next := pager(r.URL.Query().Get("cursor"))
+		if next != "" {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/%s/deliveries?cursor=%s&per_page=100>; rel="next"`, f.srv.URL, hook, next))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(page)
+		return
+	}
 	if !ok {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"message":"Not Found"}`)

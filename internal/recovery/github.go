@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -52,39 +51,33 @@ func (g *githubAPI) call(ctx context.Context, idempotent bool, request func() (*
 // githubPageSize is the most deliveries GitHub lists a page.
 const githubPageSize = 100
 
-func (g *githubAPI) attempts(ctx context.Context, hook config.Hook, since time.Time) ([]attempt, error) {
-	opts := &gh.ListCursorOptions{PerPage: githubPageSize}
-	var out []attempt
-	for {
-		var page []*gh.HookDelivery
-		var resp *gh.Response
-		err := g.call(ctx, true, func() (*gh.Response, error) {
-			var err error
-			if hook.Organization != "" {
-				page, resp, err = g.client.Organizations.ListHookDeliveries(ctx, hook.Organization, hook.ID, opts)
-			} else {
-				owner, repo, _ := strings.Cut(hook.Repository, "/")
-				page, resp, err = g.client.Repositories.ListHookDeliveries(ctx, owner, repo, hook.ID, opts)
-			}
-			return resp, err
-		})
-		if err != nil {
-			return nil, err
+func (g *githubAPI) page(ctx context.Context, hook config.Hook, cursor string) ([]attempt, string, error) {
+	opts := &gh.ListCursorOptions{PerPage: githubPageSize, Cursor: cursor}
+	var page []*gh.HookDelivery
+	var resp *gh.Response
+	err := g.call(ctx, true, func() (*gh.Response, error) {
+		var err error
+		if hook.Organization != "" {
+			page, resp, err = g.client.Organizations.ListHookDeliveries(ctx, hook.Organization, hook.ID, opts)
+		} else {
+			owner, repo, _ := strings.Cut(hook.Repository, "/")
+			page, resp, err = g.client.Repositories.ListHookDeliveries(ctx, owner, repo, hook.ID, opts)
 		}
-		// Newest first: the first delivery before since ends the listing.
-		for _, d := range page {
-			at := d.GetDeliveredAt().Time
-			if at.Before(since) {
-				return out, nil
-			}
-			out = append(out, attempt{id: d.GetID(), guid: d.GetGUID(), deliveredAt: at.UTC(),
-				statusCode: d.GetStatusCode(), event: d.GetEvent(), action: d.GetAction()})
-		}
-		if resp == nil || resp.Cursor == "" || len(page) == 0 {
-			return out, nil
-		}
-		opts.Cursor = resp.Cursor
+		return resp, err
+	})
+	if err != nil {
+		return nil, "", err
 	}
+	out := make([]attempt, 0, len(page))
+	for _, d := range page {
+		out = append(out, attempt{id: d.GetID(), guid: d.GetGUID(), deliveredAt: d.GetDeliveredAt().Time.UTC(),
+			statusCode: d.GetStatusCode(), event: d.GetEvent(), action: d.GetAction()})
+	}
+	next := ""
+	if resp != nil {
+		next = resp.Cursor
+	}
+	return out, next, nil
 }
 
 func (g *githubAPI) redeliver(ctx context.Context, hook config.Hook, a attempt) error {

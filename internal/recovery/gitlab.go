@@ -74,38 +74,42 @@ func hookPath(hook config.Hook) string {
 // gitlabPageSize is the most events GitLab lists a page.
 const gitlabPageSize = 100
 
-func (g *gitlabAPI) attempts(ctx context.Context, hook config.Hook, since time.Time) ([]attempt, error) {
-	var out []attempt
+// page: GitLab's pages are numbered, from 1; the cursor is the number
+// ("" the first).
+func (g *gitlabAPI) page(ctx context.Context, hook config.Hook, cursor string) ([]attempt, string, error) {
 	opts := gitlab.ListOptions{Page: 1, PerPage: gitlabPageSize}
-	for {
-		var page []gitlabHookEvent
-		var resp *gitlab.Response
-		err := g.call(ctx, true, func() (*gitlab.Response, error) {
-			req, err := g.client.NewRequest(http.MethodGet, hookPath(hook)+"/events", &opts, []gitlab.RequestOptionFunc{gitlab.WithContext(ctx)})
-			if err != nil {
-				return nil, err
-			}
-			page = nil
-			resp, err = g.client.Do(req, &page)
-			return resp, err
-		})
+	if cursor != "" {
+		n, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil {
+			return nil, "", fmt.Errorf("page %q: %w", cursor, err)
+		}
+		opts.Page = n
+	}
+	var page []gitlabHookEvent
+	var resp *gitlab.Response
+	err := g.call(ctx, true, func() (*gitlab.Response, error) {
+		req, err := g.client.NewRequest(http.MethodGet, hookPath(hook)+"/events", &opts, []gitlab.RequestOptionFunc{gitlab.WithContext(ctx)})
 		if err != nil {
 			return nil, err
 		}
-		// Newest first, as GitLab lists them.
-		for _, e := range page {
-			if e.CreatedAt.Before(since) {
-				return out, nil
-			}
-			code, _ := strconv.Atoi(strings.TrimSpace(e.ResponseStatus))
-			out = append(out, attempt{id: e.ID, guid: gitlabGUID(e), deliveredAt: e.CreatedAt.UTC(),
-				statusCode: code, event: e.Trigger})
-		}
-		if resp == nil || resp.NextPage == 0 || len(page) == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
+		page = nil
+		resp, err = g.client.Do(req, &page)
+		return resp, err
+	})
+	if err != nil {
+		return nil, "", err
 	}
+	out := make([]attempt, 0, len(page))
+	for _, e := range page {
+		code, _ := strconv.Atoi(strings.TrimSpace(e.ResponseStatus))
+		out = append(out, attempt{id: e.ID, guid: gitlabGUID(e), deliveredAt: e.CreatedAt.UTC(),
+			statusCode: code, event: e.Trigger})
+	}
+	next := ""
+	if resp != nil && resp.NextPage > 0 {
+		next = strconv.FormatInt(resp.NextPage, 10)
+	}
+	return out, next, nil
 }
 
 // gitlabGUID is what identifies an event's delivery across GitLab's

@@ -52,6 +52,9 @@ type fakeGitLab struct {
 	perPage int
 	// refusals answer the next requests, in order, before anything else.
 	refusals []http.Header
+	// pager, when set, answers every listing: the events of the page and
+	// the next page (0 none).
+	pager func(page int) ([]glEvent, int)
 }
 
 func newFakeGitLab(t *testing.T) *fakeGitLab {
@@ -80,10 +83,18 @@ func newFakeGitLab(t *testing.T) *fakeGitLab {
 		case r.Method == http.MethodGet && strings.HasSuffix(path, "/events"):
 			f.mu.Lock()
 			all := f.events[strings.TrimSuffix(path, "/events")]
-			size := f.perPage
+			size, pager := f.perPage, f.pager
 			f.mu.Unlock()
 			var page int
 			_, _ = fmt.Sscan(r.URL.Query().Get("page"), &page)
+			if pager != nil {
+				events, next := pager(page)
+				if next > 0 {
+					w.Header().Set("X-Next-Page", fmt.Sprint(next))
+				}
+				_ = json.NewEncoder(w).Encode(events)
+				return
+			}
 			start := (max(page, 1) - 1) * size
 			end := min(start+size, len(all))
 			if end < len(all) {
@@ -145,7 +156,7 @@ func TestRecoverGitLab(t *testing.T) {
 			t.Fatalf("Recover: %v", err)
 		}
 		if res.Checked != 6 || res.Missing != 4 || res.Redelivered != 3 || len(res.Unfinished) != 0 {
-			t.Errorf("checked %d, missing %d, redelivered %d, unfinished %q; want 6, 4, 3, none",
+			t.Errorf("checked %d, missing %d, redelivered %d, unfinished %+v; want 6, 4, 3, none",
 				res.Checked, res.Missing, res.Redelivered, res.Unfinished)
 		}
 		gl.mu.Lock()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/trackergateway/gateway/internal/providerapi"
 )
 
 // providerWait is exponential backoff raised to what the provider asked
@@ -52,6 +54,9 @@ func (r *Recoverer) retrying(ctx context.Context, idempotent bool, request func(
 		case ans.wait > 0:
 			b.asked = ans.wait
 			return rateLimitedError{err}
+		case providerapi.Refused(err):
+			// The same request gets the same redirect or body again.
+			return backoff.Permanent(err)
 		case idempotent && (ans.status == 0 && ctx.Err() == nil || ans.status >= http.StatusInternalServerError):
 			return err
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/providerapi"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -38,6 +39,45 @@ const (
 	MaxWindow = 72 * time.Hour
 	// DefaultWindow is a run's window when none is given.
 	DefaultWindow = 24 * time.Hour
+)
+
+// Bounds of a run: the provider's API is untrusted input, so no answer
+// it gives keeps a run going without end (docs/design.md, "Missed
+// deliveries"). A run that reaches one stops and says so in Unfinished.
+const (
+	// DefaultMaxPages is the most pages of one hook's deliveries a run
+	// reads: 200 pages of 100, more than a busy hook gets in three days.
+	DefaultMaxPages = 200
+	// DefaultMaxRun bounds a run asked for through the API or the
+	// console: it answers within the server's 60 s write timeout.
+	DefaultMaxRun = 45 * time.Second
+	// MaxBackgroundRun bounds a background run; a shorter recover_every
+	// bounds it to one interval.
+	MaxBackgroundRun = 10 * time.Minute
+)
+
+// Why a run stopped before it finished a hook (Unfinished.Reason).
+const (
+	// StopRepeatedCursor: the provider gave as the next page one the run
+	// had read already.
+	StopRepeatedCursor = "repeated_cursor"
+	// StopPageLimit: the hook had more than MaxPages pages in the window.
+	StopPageLimit = "page_limit"
+	// StopResponseTooLarge: an answer was larger than
+	// providerapi.MaxResponseBody.
+	StopResponseTooLarge = "response_too_large"
+	// StopRedirectRefused: the API redirected to another host (or too
+	// often), which the gateway does not follow.
+	StopRedirectRefused = "redirect_refused"
+	// StopDeadline: the run's time was up; the hooks after this one were
+	// not checked.
+	StopDeadline = "deadline"
+	// StopRateLimited: the provider asked the run to wait longer than it
+	// will; the hooks after this one were not checked.
+	StopRateLimited = "rate_limited"
+	// StopProviderError: the provider failed otherwise (a wrong hook ID,
+	// a token without access).
+	StopProviderError = "provider_error"
 )
 
 // Store is what recovery needs of the store.
@@ -65,9 +105,10 @@ func (a attempt) succeeded() bool { return a.statusCode >= 200 && a.statusCode <
 
 // hookAPI is a provider's API for the hooks of one connection.
 type hookAPI interface {
-	// attempts lists the hook's delivery attempts made at or after since,
-	// newest first, paging as needed.
-	attempts(ctx context.Context, hook config.Hook, since time.Time) ([]attempt, error)
+	// page lists the page of the hook's delivery attempts at cursor (""
+	// the first), newest first, and the next page's cursor ("" when this
+	// is the last).
+	page(ctx context.Context, hook config.Hook, cursor string) (attempts []attempt, next string, err error)
 	// redeliver asks the provider to deliver a again.
 	redeliver(ctx context.Context, hook config.Hook, a attempt) error
 	// inboxKeys are the delivery keys under which the inbox holds a
@@ -97,10 +138,22 @@ type Result struct {
 	Redelivered int `json:"redelivered"`
 	// Deliveries are the missing deliveries, newest first.
 	Deliveries []Delivery `json:"deliveries"`
-	// Unfinished says what the run could not do (a hook it could not
-	// read, a rate limit that outlasted its patience); empty when it
-	// finished.
-	Unfinished []string `json:"unfinished,omitempty"`
+	// Unfinished says where and why the run stopped before it finished
+	// (a hook it could not read, a rate limit that outlasted its
+	// patience, one of the run's bounds); empty when it finished.
+	Unfinished []Unfinished `json:"unfinished,omitempty"`
+}
+
+// Unfinished is a hook the run did not finish. What the run read of it
+// before it stopped is still checked and reported.
+type Unfinished struct {
+	// Hook names the hook ("repository acme/api hook 11").
+	Hook   string `json:"hook"`
+	HookID int64  `json:"hook_id"`
+	// Reason is one of the Stop… codes.
+	Reason string `json:"reason"`
+	// Error says what happened (never with the token).
+	Error string `json:"error"`
 }
 
 // Delivery is one missing delivery.
@@ -142,6 +195,10 @@ type Recoverer struct {
 	MaxWait time.Duration
 	// MaxElapsed bounds the retries of one provider request.
 	MaxElapsed time.Duration
+	// MaxPages is the most pages of one hook's deliveries a run reads.
+	MaxPages int
+	// MaxRun bounds a run through Recover.
+	MaxRun time.Duration
 
 	// timer waits between retries (backoff's; tests record the waits).
 	timer backoff.Timer
@@ -153,6 +210,7 @@ type Recoverer struct {
 func New(st Store, conns func(id string) (config.Connection, bool), logger *slog.Logger, now func() time.Time) *Recoverer {
 	return &Recoverer{st: st, conns: conns, logger: logger, now: func() time.Time { return now().UTC() },
 		HTTPClient: &http.Client{Timeout: 30 * time.Second}, MaxWait: 20 * time.Second, MaxElapsed: 30 * time.Second,
+		MaxPages: DefaultMaxPages, MaxRun: DefaultMaxRun,
 		apis: map[string]func(r *Recoverer, conn config.Connection) (hookAPI, error){
 			connectors.ProviderGitHub: newGitHubAPI,
 			connectors.ProviderGitLab: newGitLabAPI,
@@ -205,8 +263,18 @@ func (r *Recoverer) hookAPIFor(connectionID string) (config.Connection, hookAPI,
 	return conn, api, nil
 }
 
-// Recover runs recovery once for a connection.
+// Recover runs recovery once for a connection, within MaxRun.
 func (r *Recoverer) Recover(ctx context.Context, connectionID string, opts Options) (Result, error) {
+	return r.recover(ctx, connectionID, opts, r.MaxRun)
+}
+
+// errRunDeadline is the cause of a run's context ending at its deadline.
+var errRunDeadline = errors.New("run deadline")
+
+// recover runs recovery once for a connection, within maxRun: a run that
+// reaches it stops between two requests (on the recoverer's clock), or
+// in one (its context ends), and reports what it found until then.
+func (r *Recoverer) recover(ctx context.Context, connectionID string, opts Options, maxRun time.Duration) (Result, error) {
 	if opts.Since == 0 {
 		opts.Since = DefaultWindow
 	}
@@ -217,26 +285,106 @@ func (r *Recoverer) Recover(ctx context.Context, connectionID string, opts Optio
 	if err != nil {
 		return Result{}, err
 	}
+	runCtx, cancel := context.WithTimeoutCause(ctx, maxRun, errRunDeadline)
+	defer cancel()
 	res := Result{Deliveries: []Delivery{}}
-	since := r.now().Add(-opts.Since)
+	run := runBounds{since: r.now().Add(-opts.Since), deadline: r.now().Add(maxRun)}
 	for _, hook := range conn.Hooks {
-		err := r.recoverHook(ctx, conn, api, hook, since, opts.DryRun, &res)
-		var pe *providerError
-		switch {
-		case err == nil:
+		err := r.recoverHook(runCtx, run, conn, api, hook, opts.DryRun, &res)
+		if err == nil {
 			continue
-		case ctx.Err() != nil:
+		}
+		if ctx.Err() != nil {
 			return res, ctx.Err()
-		case !errors.As(err, &pe):
+		}
+		reason := stopReason(runCtx, err)
+		if reason == "" {
 			return res, err
 		}
-		res.Unfinished = append(res.Unfinished, hook.String()+": "+redact(err.Error(), conn.APIToken))
-		if errors.Is(err, ErrRateLimited) {
-			// The other hooks share the token and its limit.
+		u := Unfinished{Hook: hook.String(), HookID: hook.ID, Reason: reason, Error: redact(err.Error(), conn.APIToken)}
+		if reason == StopDeadline && !errors.As(err, new(*stopError)) {
+			u.Error = fmt.Sprintf("the run's %s were up", maxRun)
+		}
+		res.Unfinished = append(res.Unfinished, u)
+		r.logger.Warn("recovery stopped before it finished", "connection", conn.ID, "hook_id", hook.ID, "reason", reason, "error", u.Error)
+		if reason == StopRateLimited || reason == StopDeadline {
+			// The other hooks share the token and its limit, and the run
+			// its time.
 			break
 		}
 	}
 	return res, nil
+}
+
+// runBounds are a run's window and deadline.
+type runBounds struct {
+	since, deadline time.Time
+}
+
+// stopError is a run's bound reached (a Stop… reason).
+type stopError struct {
+	reason string
+	msg    string
+}
+
+func (e *stopError) Error() string { return e.msg }
+
+// stopReason is why err stops the hook (a Stop… code), "" when it ends
+// the run as a failure (the store failed).
+func stopReason(runCtx context.Context, err error) string {
+	var se *stopError
+	var pe *providerError
+	switch {
+	case errors.As(err, &se):
+		return se.reason
+	case runCtx.Err() != nil && context.Cause(runCtx) == errRunDeadline:
+		return StopDeadline
+	case errors.Is(err, ErrRateLimited):
+		return StopRateLimited
+	case errors.Is(err, providerapi.ErrForeignHost), errors.Is(err, providerapi.ErrTooManyRedirects):
+		return StopRedirectRefused
+	case errors.Is(err, providerapi.ErrResponseTooLarge):
+		return StopResponseTooLarge
+	case errors.As(err, &pe):
+		return StopProviderError
+	}
+	return ""
+}
+
+// listAttempts pages through the hook's delivery attempts made at or
+// after since, newest first, within the run's bounds: it stops at a
+// cursor it read already, after MaxPages pages and at the deadline,
+// returning what it read with the stopError.
+func (r *Recoverer) listAttempts(ctx context.Context, run runBounds, api hookAPI, hook config.Hook) ([]attempt, error) {
+	var out []attempt
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		switch {
+		case pages == r.MaxPages:
+			return out, &stopError{StopPageLimit, fmt.Sprintf("more than %d pages of deliveries in the window", r.MaxPages)}
+		case !r.now().Before(run.deadline):
+			return out, &stopError{StopDeadline, fmt.Sprintf("the run's time was up after %d pages", pages)}
+		}
+		seen[cursor] = true
+		page, next, err := api.page(ctx, hook, cursor)
+		if err != nil {
+			return out, err
+		}
+		for _, a := range page {
+			if a.deliveredAt.Before(run.since) {
+				return out, nil
+			}
+			out = append(out, a)
+		}
+		switch {
+		case next == "" || len(page) == 0:
+			return out, nil
+		case seen[next]:
+			return out, &stopError{StopRepeatedCursor, fmt.Sprintf("the provider gave a next page read already (after %d pages)", pages+1)}
+		}
+		cursor = next
+	}
 }
 
 // providerError is a failure of the provider's API: the run reports it
@@ -246,12 +394,19 @@ type providerError struct{ err error }
 func (e *providerError) Error() string { return e.err.Error() }
 func (e *providerError) Unwrap() error { return e.err }
 
-// recoverHook checks one hook's deliveries since and redelivers the
-// missing ones, adding to res.
-func (r *Recoverer) recoverHook(ctx context.Context, conn config.Connection, api hookAPI, hook config.Hook, since time.Time, dryRun bool, res *Result) error {
-	attempts, err := api.attempts(ctx, hook, since)
-	if err != nil {
-		return &providerError{fmt.Errorf("list deliveries: %w", err)}
+// recoverHook checks one hook's deliveries in the run's window and
+// redelivers the missing ones, adding to res. A listing that stopped
+// early is still checked as far as it got; the stop is returned.
+func (r *Recoverer) recoverHook(ctx context.Context, run runBounds, conn config.Connection, api hookAPI, hook config.Hook, dryRun bool, res *Result) error {
+	attempts, listErr := r.listAttempts(ctx, run, api, hook)
+	if listErr != nil {
+		if ctx.Err() != nil {
+			return listErr
+		}
+		listErr = &providerError{fmt.Errorf("list deliveries: %w", listErr)}
+		if len(attempts) == 0 {
+			return listErr
+		}
 	}
 	// The attempts are newest first, so each GUID's first attempt seen is
 	// its latest, the one to redeliver.
@@ -274,7 +429,7 @@ func (r *Recoverer) recoverHook(ctx context.Context, conn config.Connection, api
 		}
 	}
 	if len(failed) == 0 {
-		return nil
+		return listErr
 	}
 	held, err := r.st.HeldDeliveryKeys(ctx, conn.ID, keys)
 	if err != nil {
@@ -291,7 +446,7 @@ func (r *Recoverer) recoverHook(ctx context.Context, conn config.Connection, api
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return listErr
 	}
 	requested, err := r.st.ListRedeliveries(ctx, conn.ID, hook.ID, missing)
 	if err != nil {
@@ -309,6 +464,8 @@ func (r *Recoverer) recoverHook(ctx context.Context, conn config.Connection, api
 			d.Request, d.Error = before.Status, before.Error
 		} else if dryRun {
 			d.Redelivered = true
+		} else if stopped == nil && !r.now().Before(run.deadline) {
+			stopped = &stopError{StopDeadline, "the run's time was up before it asked for every missing delivery"}
 		} else if stopped == nil {
 			stopped = r.ask(ctx, conn, api, hook, a, &d)
 			var pe *providerError
@@ -321,7 +478,10 @@ func (r *Recoverer) recoverHook(ctx context.Context, conn config.Connection, api
 		}
 		res.Deliveries = append(res.Deliveries, d)
 	}
-	return stopped
+	if stopped != nil {
+		return stopped
+	}
+	return listErr
 }
 
 // ask claims the redelivery of a and, when this run won the claim, asks

@@ -61,7 +61,7 @@ func TestRecoverRedeliversExactlyTheMissing(t *testing.T) {
 			t.Fatalf("Recover: %v", err)
 		}
 		if res.Checked != 7 || res.Missing != 4 || res.Redelivered != 3 || len(res.Unfinished) != 0 {
-			t.Errorf("checked %d, missing %d, redelivered %d, unfinished %q; want 7, 4, 3, none",
+			t.Errorf("checked %d, missing %d, redelivered %d, unfinished %+v; want 7, 4, 3, none",
 				res.Checked, res.Missing, res.Redelivered, res.Unfinished)
 		}
 		want := []string{"repos/acme/api/hooks/11/11", "repos/acme/api/hooks/11/71", "repos/acme/api/hooks/11/81"}
@@ -193,11 +193,12 @@ func TestRecoverReportsALongRateLimit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Recover: %v", err)
 		}
-		if res.Missing != 2 || res.Redelivered != 1 || len(res.Unfinished) != 1 || !strings.Contains(res.Unfinished[0], "rate limited") {
+		if res.Missing != 2 || res.Redelivered != 1 || len(res.Unfinished) != 1 || res.Unfinished[0].Reason != StopRateLimited ||
+			!strings.Contains(res.Unfinished[0].Error, "rate limited") {
 			t.Fatalf("Recover = %+v; want 2 missing, 1 redelivered, the rate limit reported", res)
 		}
-		if strings.Contains(res.Unfinished[0], "acme/web") || !strings.Contains(res.Unfinished[0], "acme/api") {
-			t.Errorf("unfinished = %q, want hook acme/api only (the run stops there)", res.Unfinished)
+		if u := res.Unfinished[0]; u.Hook != "repository acme/api hook 11" || u.HookID != 11 {
+			t.Errorf("unfinished = %+v, want hook acme/api only (the run stops there)", res.Unfinished)
 		}
 		next, err := rec.Recover(t.Context(), "gh", Options{})
 		if err != nil || next.Redelivered != 1 || len(gh.asked()) != 2 {
@@ -325,8 +326,8 @@ func TestRecoverReportsAHookItCannotRead(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
-	if res.Redelivered != 1 || len(res.Unfinished) != 1 || !strings.Contains(res.Unfinished[0], "repository acme/gone hook 5") ||
-		!strings.Contains(res.Unfinished[0], "404") {
+	if res.Redelivered != 1 || len(res.Unfinished) != 1 || res.Unfinished[0].Hook != "repository acme/gone hook 5" ||
+		res.Unfinished[0].Reason != StopProviderError || !strings.Contains(res.Unfinished[0].Error, "404") {
 		t.Errorf("Recover = %+v; want acme/api recovered and acme/gone reported with GitHub's 404", res)
 	}
 	if errors.Is(err, ErrRateLimited) {

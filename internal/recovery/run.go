@@ -56,7 +56,8 @@ func (r *Recoverer) runConnection(ctx context.Context, id string, every time.Dur
 		case !held:
 			r.logger.Debug("recovery skipped: another replica runs it", "connection", id)
 		default:
-			res, err := r.Recover(ctx, id, Options{Since: since})
+			// Bounded by the interval too: a run never delays the next.
+			res, err := r.recover(ctx, id, Options{Since: since}, min(every, MaxBackgroundRun))
 			if ctx.Err() != nil {
 				return
 			}
