@@ -93,12 +93,11 @@ const checkTimeout = 30 * time.Second
 type GitHubApp struct {
 	connection string
 	appID      int64
-	// transport carries the requests of every client the App makes:
-	// counted, and held to the API's host like a token connection's.
-	transport http.RoundTripper
-	timeout   time.Duration // of each request, as the caller's client has it
-	base      string        // the API base URL, without the trailing slash
-	jwt       *ghinstallation.AppsTransport
+	// api is the guarded client (guarded) every client of the App is
+	// made from: counted, held to the API's origin, answers bounded.
+	api  *http.Client
+	base string // the API base URL, without the trailing slash
+	jwt  *ghinstallation.AppsTransport
 
 	mu            sync.Mutex
 	installations map[int64]*ghinstallation.Transport
@@ -117,30 +116,33 @@ type installationLookup struct {
 const installationTTL = time.Hour
 
 func newGitHubApp(conn config.Connection, key *rsa.PrivateKey, hc *http.Client, m *metrics.Metrics) (*GitHubApp, error) {
-	// GitHubClient's base URL for the connection; its transport is not
-	// taken, as it sets the API token (none here) on every request.
+	// GitHubClient's base URL for the connection; not its transport, which
+	// sets the API token (none here) on every request.
 	client, err := GitHubClient(hc, m, config.Connection{Host: conn.Host, APIURL: conn.APIURL})
 	if err != nil {
 		return nil, err
 	}
+	// The JWT and the installation tokens are set by transports above the
+	// guard, as a token connection's token is: the token exchange and every
+	// call stay on the API's origin, and answers are bounded.
+	api := guarded(hc, m, connectors.ProviderGitHub, client.BaseURL)
 	base := strings.TrimSuffix(client.BaseURL.String(), "/")
-	transport := counted(hc, m, connectors.ProviderGitHub).Transport
-	if transport == nil {
-		transport = http.DefaultTransport
-	}
-	jwt := ghinstallation.NewAppsTransportFromPrivateKey(transport, conn.App.ID, key)
+	jwt := ghinstallation.NewAppsTransportFromPrivateKey(api.Transport, conn.App.ID, key)
 	jwt.BaseURL = base
-	return &GitHubApp{connection: conn.ID, appID: conn.App.ID, transport: transport, timeout: hc.Timeout, base: base, jwt: jwt,
+	return &GitHubApp{connection: conn.ID, appID: conn.App.ID, api: api, base: base, jwt: jwt,
 		installations: map[int64]*ghinstallation.Transport{}, repositories: map[string]installationLookup{}}, nil
 }
 
 // ID is the App's ID.
 func (a *GitHubApp) ID() int64 { return a.appID }
 
-// client is go-github's client over rt, at the App's API base URL, its
-// redirects held as GitHubClient holds them.
+// client is go-github's client over rt (which sets the credentials and
+// sends through the guard), at the App's API base URL, following
+// redirects as the guarded client does.
 func (a *GitHubApp) client(rt http.RoundTripper) *gh.Client {
-	c := gh.NewClient(&http.Client{Transport: rt, Timeout: a.timeout, CheckRedirect: sameHostRedirects})
+	hc := *a.api
+	hc.Transport = rt
+	c := gh.NewClient(&hc)
 	c.BaseURL, _ = c.BaseURL.Parse(a.base + "/")
 	return c
 }
@@ -276,17 +278,4 @@ func keyKind(k any) string {
 	name = strings.TrimPrefix(name, "*")
 	name, _, _ = strings.Cut(name, ".")
 	return strings.ToUpper(name)
-}
-
-// sameHostRedirects follows a redirect only to the host the request was
-// made to: the clients set their credentials on every request, so a
-// redirect elsewhere would carry them there.
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
-	if len(via) >= 5 {
-		return errors.New("stopped after 5 redirects")
-	}
-	if !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
-		return fmt.Errorf("refused a redirect from %s to another host, %s", via[0].URL.Host, req.URL.Host)
-	}
-	return nil
 }

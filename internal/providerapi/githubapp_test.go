@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -301,5 +302,52 @@ func TestFakeGitHubAppAnswersJSON(t *testing.T) {
 	var v map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("unauthenticated pull request read = %d, %v; want 401 with a JSON message", resp.StatusCode, err)
+	}
+}
+
+// Neither the App's JWT nor an installation token is sent to another host
+// than the API's: a redirect there is refused before anything is sent.
+func TestGitHubAppRedirectToAnotherHostIsRefused(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var foreign []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		foreign = append(foreign, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+	}))
+	t.Cleanup(other.Close)
+	fake, srv := newFakeGitHubApp(t, 42, &appKey().PublicKey)
+	_ = fake
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/app" || strings.HasPrefix(r.URL.Path, "/repos/acme/api/pulls/") {
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+			return
+		}
+		// The rest (the token exchange) is the App's real API.
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, srv.URL+r.URL.Path, r.Body)
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(redirecting.Close)
+	app := loadApp(t, appConnection(redirecting.URL, config.App{ID: 42, PrivateKey: pkcs1PEM(appKey())}))
+	ctx := context.Background()
+	if _, err := app.Check(ctx); !errors.Is(err, ErrForeignHost) {
+		t.Errorf("Check error = %v, want ErrForeignHost", err)
+	}
+	if _, _, err := app.InstallationClient(7).PullRequests.Get(ctx, "acme", "api", 1); !errors.Is(err, ErrForeignHost) {
+		t.Errorf("PullRequests.Get error = %v, want ErrForeignHost", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(foreign) > 0 {
+		t.Errorf("the other host received %q", foreign)
 	}
 }
