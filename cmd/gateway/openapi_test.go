@@ -309,7 +309,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		openapitest.ValidateSchema(t, "CreateTaskResponse", lost)
+		openapitest.ValidateSchema(t, "TaskCreated", lost)
 		if strings.Contains(string(lost), "external_id") {
 			t.Errorf("created, identity lost = %s, want no external_id", lost)
 		}
