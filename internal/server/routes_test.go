@@ -66,10 +66,11 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
 	missed := recovery.New(st, noConnections, logger, now)
 	return server.NewRouter(server.Deps{
-		Receiver:     receiver,
-		Tasks:        taskAPI,
-		Deliveries:   deliveries,
-		Suppressions: suppressions,
+		Receiver:      receiver,
+		Tasks:         taskAPI,
+		Deliveries:    deliveries,
+		Suppressions:  suppressions,
+		Installations: ingest.NewInstallations(st, noConnections, logger),
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed}, logger, now),
 		Creations:     idempotency.NewOperators(coord, logger),
@@ -135,6 +136,7 @@ func TestEveryRouteAnswers(t *testing.T) {
 		"POST /api/v1/creations/{operation_id}/steps/resolve": true,
 		"POST /api/v1/connections/{id}/recover":               true,
 		"GET /api/v1/connections/{id}/hooks":                  true,
+		"GET /api/v1/connections/{id}/installations":          true,
 	}
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		r := newRouter(t, st)
