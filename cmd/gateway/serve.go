@@ -354,7 +354,8 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Metrics:       m,
 		MCP:           mcpserver.New(api, deliveries, logger, moduleVersion()),
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Connections: connectionIDs}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Installations: installations,
+			Connections: connectionIDs}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})

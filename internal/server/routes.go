@@ -136,6 +136,7 @@ func table(d Deps) []route {
 		{GET, "/ui/suppressions", sessionAdmin, d.Console.Suppressions},
 		{POST, "/ui/suppressions/clear", sessionAdmin, d.Console.ClearSuppression},
 		{GET, "/ui/recover", sessionAdmin, d.Console.RecoverPage},
+		{GET, "/ui/connections/{id}/installations", sessionAdmin, d.Console.ConnectionInstallations},
 		{POST, "/ui/recover", sessionAdmin, d.Console.Recover},
 		{GET, "/ui/workspaces/{id}/tasks", session, d.Console.WorkspaceTasks},
 		{GET, "/ui/tasks/{id}", session, d.Console.Task},

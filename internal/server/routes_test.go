@@ -63,6 +63,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 	taskAPI := tasks.NewAPI(tasks.NewService(st, logger, now), coord, nil, st, logger, now)
 	deliveries := inbox.NewOperators(st, logger, now)
 	suppressions := ingest.NewSuppressions(st, logger)
+	installations := ingest.NewInstallations(st, noConnections, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
 	missed := recovery.New(st, noConnections, logger, now)
 	return server.NewRouter(server.Deps{
@@ -70,9 +71,9 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		Tasks:         taskAPI,
 		Deliveries:    deliveries,
 		Suppressions:  suppressions,
-		Installations: ingest.NewInstallations(st, noConnections, logger),
+		Installations: installations,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed, Installations: installations}, logger, now),
 		Creations:     idempotency.NewOperators(coord, logger),
 		Recovery:      recovery.NewOperators(missed, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
