@@ -398,6 +398,16 @@ func TestOpenAPIResponses(t *testing.T) {
 			t.Errorf("replayed delivery = %s %s, want succeeded create", replayed.Status, replayed.action())
 		}
 
+		// GitHub App installations: one recorded, suspended; an unknown
+		// connection.
+		for _, f := range []string{"github/installation.created.json", "github/installation.suspend.json"} {
+			var r receipt
+			decode(t, c.webhook(fixtureHook(t, f), http.StatusAccepted).body, &r)
+			c.finalDelivery(r.DeliveryID)
+		}
+		c.call(http.MethodGet, "/api/v1/connections/github/installations", nil, http.StatusOK)
+		c.call(http.MethodGet, "/api/v1/connections/nope/installations", nil, http.StatusNotFound)
+
 		// Workspaces.
 		c.call(http.MethodGet, "/api/v1/workspaces", nil, http.StatusOK)
 		newWS := map[string]any{"id": "openapi", "task_prefix": "OA", "steps": []map[string]any{{"id": "todo", "wip_limit": 2}, {"id": "done"}}}
