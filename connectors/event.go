@@ -95,6 +95,40 @@ type Event struct {
 
 	// Contribution is set for pull/merge request events.
 	Contribution *Contribution
+
+	// InstallationID is the GitHub App installation the delivery came
+	// through (the payload's installation.id), which names the installation
+	// token to answer it with; 0 for repository and organization hooks.
+	InstallationID int64
+	// Installation is set for deliveries that change a GitHub App
+	// installation (installation, installation_repositories). Their Action
+	// is ActionIgnore: no task changes, the installation is recorded.
+	Installation *InstallationChange
+}
+
+// InstallationChange is what an installation delivery says about a GitHub
+// App installation.
+type InstallationChange struct {
+	ID          int64
+	Account     string // account.login of the user or organization
+	AccountType string // User | Organization
+	// Action is the provider's: created, deleted, suspend, unsuspend,
+	// new_permissions_accepted (installation), added, removed
+	// (installation_repositories).
+	Action string
+	// RepositorySelection is "all" or "selected".
+	RepositorySelection string
+	// Repositories are full names ("owner/repo"): the installation's whole
+	// set for created, the added ones for added.
+	Repositories []string
+	// RemovedRepositories are the full names removed (removed).
+	RemovedRepositories []string
+	// SuspendedAt is the payload's installation.suspended_at; zero when not
+	// suspended.
+	SuspendedAt time.Time
+	// At is the provider's time of this state (installation.updated_at);
+	// zero when the payload has none.
+	At time.Time
 }
 
 // Contribution is a pull request (GitHub) or merge request (GitLab) as the

@@ -452,7 +452,7 @@ var (
 func deliveryFilterFlags(fs *flag.FlagSet) func() (map[string]string, error) {
 	status := fs.String("status", "", "filter by status: queued, processing, retrying, succeeded, ignored, suppressed or failed")
 	conn := fs.String("connection", "", "filter by connection")
-	event := fs.String("event", "", "filter by event (e.g. issues, or issues.opened once processed)")
+	event := fs.String("event", "", "filter by event and its actions (issues matches issues.opened, issues.closed...; issues.opened only itself)")
 	since := fs.Duration("since", 0, "received within this long before now (e.g. 2h); sets received_after")
 	after := fs.String("received-after", "", "received at or after this RFC 3339 time")
 	before := fs.String("received-before", "", "received at or before this RFC 3339 time")

@@ -206,11 +206,17 @@ func TestDeliveriesCLIAgainstTheGateway(t *testing.T) {
 			t.Errorf("list failed: exit %d %s, want none", code, out)
 		}
 
-		var res struct{ Matched, Replayed, Skipped int }
-		code, out, errOut = runCLI(t, append([]string{"deliveries", "replay", "--connection", "github", "--since", "1h", "--dry-run"}, op...)...)
-		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Matched != 1 || res.Replayed != 1 || res.Skipped != 0 {
-			t.Fatalf("dry run: exit %d %s%s, want 1 matched, 1 to replay", code, out, errOut)
+		var dry struct {
+			Matched, Skipped int
+			Replayed         *int
+			WouldReplay      *int `json:"would_replay"`
 		}
+		code, out, errOut = runCLI(t, append([]string{"deliveries", "replay", "--connection", "github", "--since", "1h", "--dry-run"}, op...)...)
+		if code != 0 || json.Unmarshal([]byte(out), &dry) != nil || dry.Matched != 1 || dry.Replayed != nil ||
+			dry.WouldReplay == nil || *dry.WouldReplay != 1 || dry.Skipped != 0 {
+			t.Fatalf("dry run: exit %d %s%s, want 1 matched, would_replay 1 and no replayed", code, out, errOut)
+		}
+		var res struct{ Matched, Replayed, Skipped int }
 		if d := g.waitDelivery(t, r.DeliveryID); d.Status != "succeeded" || d.Attempts != 1 {
 			t.Errorf("after a dry run: %s at attempt %d, want succeeded as it was", d.Status, d.Attempts)
 		}

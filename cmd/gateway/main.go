@@ -58,6 +58,8 @@ func Main(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 		err = deliveries(ctx, args[1:], env, stdout, stderr)
 	case "suppressions":
 		err = suppressions(ctx, args[1:], env, stdout, stderr)
+	case "installations":
+		err = installations(ctx, args[1:], env, stdout, stderr)
 	case "prune":
 		err = prune(ctx, args[1:], env, stdout, stderr)
 	case "recover":
@@ -95,6 +97,7 @@ commands:
   send           sign and post a payload as a provider would
   deliveries     list | get ID | replay ID | replay --FILTER... (bulk)  (operators)
   suppressions   list | clear --workspace W --external-id X  (operators)
+  installations  --connection ID: a GitHub App's installations  (operators)
   prune          delete expired deliveries and read events once [--dry-run]
   recover        ask a provider to redeliver what it failed to deliver  (operators)
   mcp            serve the agent tools (Model Context Protocol) on stdio

@@ -309,7 +309,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		openapitest.ValidateSchema(t, "CreateTaskResponse", lost)
+		openapitest.ValidateSchema(t, "TaskCreated", lost)
 		if strings.Contains(string(lost), "external_id") {
 			t.Errorf("created, identity lost = %s, want no external_id", lost)
 		}
@@ -397,6 +397,16 @@ func TestOpenAPIResponses(t *testing.T) {
 		if replayed := c.finalDelivery(issue.ID); replayed.Status != "succeeded" || replayed.action() != "create" {
 			t.Errorf("replayed delivery = %s %s, want succeeded create", replayed.Status, replayed.action())
 		}
+
+		// GitHub App installations: one recorded, suspended; an unknown
+		// connection.
+		for _, f := range []string{"github/installation.created.json", "github/installation.suspend.json"} {
+			var r receipt
+			decode(t, c.webhook(fixtureHook(t, f), http.StatusAccepted).body, &r)
+			c.finalDelivery(r.DeliveryID)
+		}
+		c.call(http.MethodGet, "/api/v1/connections/github/installations", nil, http.StatusOK)
+		c.call(http.MethodGet, "/api/v1/connections/nope/installations", nil, http.StatusNotFound)
 
 		// Workspaces.
 		c.call(http.MethodGet, "/api/v1/workspaces", nil, http.StatusOK)

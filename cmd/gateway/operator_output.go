@@ -138,10 +138,10 @@ func replayedOneTable(tw io.Writer, d inbox.DeliveryJSON) {
 func replayTable(dryRun bool) func(tw io.Writer, r inbox.ReplayResultJSON) {
 	return func(tw io.Writer, r inbox.ReplayResultJSON) {
 		if dryRun {
-			fmt.Fprintf(tw, "dry run, nothing changed: %d matched; %d would be replayed, %d skipped (not finished)\n",
-				r.Matched, r.Replayed, r.Skipped)
+			fmt.Fprintf(tw, "dry run, nothing changed: %d matched; would replay %d, would skip %d (still in progress)\n",
+				r.Matched, r.Count(), r.Skipped)
 		} else {
-			fmt.Fprintf(tw, "%d matched: %d replayed (queued again), %d skipped (not finished)\n", r.Matched, r.Replayed, r.Skipped)
+			fmt.Fprintf(tw, "%d matched: %d replayed (queued again), %d skipped (still in progress)\n", r.Matched, r.Count(), r.Skipped)
 		}
 		if len(r.Deliveries) == 0 {
 			return

@@ -56,13 +56,13 @@ func recoveryTable(dryRun bool) func(io.Writer, recovery.Result) {
 }
 
 func printRecovery(w io.Writer, res recovery.Result, dryRun bool) {
-	verb := "redelivered"
+	verb, column := "redelivered", "REDELIVERED"
 	if dryRun {
-		verb = "would redeliver"
+		verb, column = "would redeliver", "WOULD REDELIVER"
 	}
-	fmt.Fprintf(w, "checked %d, missing %d, %s %d\n", res.Checked, res.Missing, verb, res.Redelivered)
+	fmt.Fprintf(w, "checked %d, missing %d, %s %d\n", res.Checked, res.Missing, verb, res.Count())
 	if len(res.Deliveries) > 0 {
-		fmt.Fprintln(w, "\nGUID\tHOOK\tDELIVERY\tEVENT\tDELIVERED AT\tSTATUS\tREDELIVERED\tREQUEST")
+		fmt.Fprintf(w, "\nGUID\tHOOK\tDELIVERY\tEVENT\tDELIVERED AT\tSTATUS\t%s\tREQUEST\n", column)
 		for _, d := range res.Deliveries {
 			event := d.Event
 			if d.Action != "" {
@@ -73,7 +73,7 @@ func printRecovery(w io.Writer, res recovery.Result, dryRun bool) {
 				request += ": " + d.Error
 			}
 			fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%d\t%t\t%s\n", d.GUID, d.HookID, d.DeliveryID, event,
-				d.DeliveredAt.Format(time.RFC3339), d.StatusCode, d.Redelivered, request)
+				d.DeliveredAt.Format(time.RFC3339), d.StatusCode, d.Asked(), request)
 		}
 	}
 	if len(res.Unfinished) > 0 {

@@ -350,23 +350,26 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 
 	deliveries := inbox.NewOperators(st, logger, now)
 	suppressions := ingest.NewSuppressions(st, logger)
+	installations := ingest.NewInstallations(st, lookupConn, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, nil)
 	var connectionIDs []string
 	for _, c := range cfg.Connections {
 		connectionIDs = append(connectionIDs, c.ID)
 	}
 	r := server.NewRouter(server.Deps{
-		Receiver:     receiver,
-		Tasks:        api,
-		Deliveries:   deliveries,
-		Suppressions: suppressions,
-		Creations:    idempotency.NewOperators(coord, logger),
-		Recovery:     recovery.NewOperators(missed, logger),
-		Readiness:    inbox.NewReadiness(st, receiver, now),
-		Metrics:      m,
-		MCP:          mcpserver.New(api, deliveries, logger, moduleVersion()),
+		Receiver:      receiver,
+		Tasks:         api,
+		Deliveries:    deliveries,
+		Suppressions:  suppressions,
+		Installations: installations,
+		Creations:     idempotency.NewOperators(coord, logger),
+		Recovery:      recovery.NewOperators(missed, logger),
+		Readiness:     inbox.NewReadiness(st, receiver, now),
+		Metrics:       m,
+		MCP:           mcpserver.New(api, deliveries, logger, moduleVersion()),
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Connections: connectionIDs}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Installations: installations,
+			Connections: connectionIDs}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})

@@ -18,7 +18,7 @@ import (
 func FuzzParse(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, event := range []string{"issues", "pull_request", "ping"} {
+		for _, event := range []string{"issues", "pull_request", "ping", "installation", "installation_repositories"} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
 			adaptertest.CheckParsed(t, connectors.ProviderGitHub, host, event, e, err)
 		}
@@ -31,7 +31,7 @@ func FuzzParse(f *testing.F) {
 // IssuesEvent and PullRequestEvent accept, with the same action,
 // repository name and the members of the issue or pull request Parse reads
 // (they also accept bodies whose members Parse does not read have the
-// wrong types).
+// wrong types), and the same installation ID.
 func FuzzDecodeEvent(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -41,6 +41,8 @@ func FuzzDecodeEvent(f *testing.F) {
 		}{
 			{"issues", func() any { return new(gh.IssuesEvent) }},
 			{"pull_request", func() any { return new(gh.PullRequestEvent) }},
+			{"installation", func() any { return new(gh.InstallationEvent) }},
+			{"installation_repositories", func() any { return new(gh.InstallationRepositoriesEvent) }},
 		} {
 			want, wantErr := gh.ParseWebHook(tc.event, body)
 			got := tc.into()
@@ -60,7 +62,8 @@ func FuzzDecodeEvent(f *testing.F) {
 			}
 			if !reflect.DeepEqual(trimmed.Action, full.Action) ||
 				!reflect.DeepEqual(trimmed.PullRequest.pullRequest(), readPullRequestMembers(full.PullRequest)) ||
-				trimmed.Repo.fullName() != full.GetRepo().GetFullName() {
+				trimmed.Repo.fullName() != full.GetRepo().GetFullName() ||
+				trimmed.installationID() != full.GetInstallation().GetID() {
 				t.Fatalf("pullRequestEvent = %+v, PullRequestEvent = %+v", trimmed, full)
 			}
 		}
@@ -74,7 +77,7 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("issuesEvent refused a body IssuesEvent accepts: %v", err)
 		}
 		if !reflect.DeepEqual(trimmed.Action, full.Action) || !reflect.DeepEqual(trimmed.Issue.issue(), readMembers(full.Issue)) ||
-			trimmed.Repo.fullName() != full.GetRepo().GetFullName() {
+			trimmed.Repo.fullName() != full.GetRepo().GetFullName() || trimmed.installationID() != full.GetInstallation().GetID() {
 			t.Fatalf("issuesEvent = %+v, IssuesEvent = %+v", trimmed, full)
 		}
 	})

@@ -1,6 +1,8 @@
 // Package github is the GitHub webhook adapter: it verifies
 // X-Hub-Signature-256, names deliveries, and maps "issues", "pull_request"
-// and "ping" deliveries (parsed with go-github) to connectors.Event.
+// and "ping" deliveries (parsed with go-github) to connectors.Event, and
+// records what "installation" and "installation_repositories" deliveries
+// of a GitHub App say about its installations.
 package github
 
 import (
@@ -136,7 +138,9 @@ func (Adapter) Sign(header http.Header, body []byte, secret []byte) {
 
 // Parse maps a delivery to an Event (docs/design.md "Events and actions"). Events
 // other than issues, pull_request and ping are ignored; so are issue and
-// pull request actions the gateway does not map. Errors wrap
+// pull request actions the gateway does not map. Installation events are
+// ignored for tasks and carry the installation's change
+// (Event.Installation). Errors wrap
 // connectors.ErrMalformedPayload.
 func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.Event, error) {
 	name := strings.TrimSpace(header.Get(HeaderEvent))
@@ -157,6 +161,10 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 		return parseIssues(host, body)
 	case "pull_request":
 		return parsePullRequest(host, body)
+	case "installation":
+		return parseInstallation(host, body)
+	case "installation_repositories":
+		return parseInstallationRepositories(host, body)
 	default:
 		return connectors.Event{Provider: connectors.ProviderGitHub, EventName: name, Action: connectors.ActionIgnore}, nil
 	}
@@ -239,11 +247,25 @@ func (ev *issuesEvent) openedByTransfer() bool {
 	return ev.Changes != nil && len(ev.Changes.OldIssue) > 0 && ev.Changes.OldIssue.Kind() != 'n'
 }
 
-// eventEnvelope is what the trimmed events share: the action, and the
-// repository's name.
+// eventEnvelope is what the trimmed events share: the action, the
+// repository's name and, in a GitHub App's deliveries, the installation.
 type eventEnvelope struct {
-	Action *string         `json:"action,omitempty"`
-	Repo   *repositoryName `json:"repository,omitempty"`
+	Action       *string           `json:"action,omitempty"`
+	Repo         *repositoryName   `json:"repository,omitempty"`
+	Installation *installationName `json:"installation,omitempty"`
+}
+
+// installationName is the one member of a payload's installation that
+// Parse reads of ordinary deliveries: an App's carry {id, node_id}.
+type installationName struct {
+	ID *int64 `json:"id,omitempty"`
+}
+
+func (e *eventEnvelope) installationID() int64 {
+	if e.Installation == nil || e.Installation.ID == nil {
+		return 0
+	}
+	return *e.Installation.ID
 }
 
 // GetAction is the action, or "" when there is none, as go-github's
@@ -304,6 +326,15 @@ func parseIssues(host string, body []byte) (connectors.Event, error) {
 		EventName: eventName(name, action),
 		Action:    connectors.ActionIgnore,
 	}
+	e, err := mapIssue(host, body, ev, action, base)
+	if err != nil {
+		return connectors.Event{}, err
+	}
+	e.InstallationID = ev.installationID()
+	return e, nil
+}
+
+func mapIssue(host string, body []byte, ev *issuesEvent, action string, base connectors.Event) (connectors.Event, error) {
 	issue := ev.Issue.issue()
 	if issue == nil {
 		return connectors.Event{}, malformed(base.EventName, "no issue")
@@ -520,6 +551,15 @@ func parsePullRequest(host string, body []byte) (connectors.Event, error) {
 		EventName: eventName(name, action),
 		Action:    connectors.ActionIgnore,
 	}
+	e, err := mapPullRequest(host, ev, action, base)
+	if err != nil {
+		return connectors.Event{}, err
+	}
+	e.InstallationID = ev.installationID()
+	return e, nil
+}
+
+func mapPullRequest(host string, ev *pullRequestEvent, action string, base connectors.Event) (connectors.Event, error) {
 	pr := ev.PullRequest.pullRequest()
 	if pr == nil {
 		return connectors.Event{}, malformed(base.EventName, "no pull_request")

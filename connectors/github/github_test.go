@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -38,18 +39,19 @@ func headerFor(event string) http.Header {
 func mustTime(t testing.TB, s string) time.Time { return adaptertest.MustTime(t, s) }
 
 const (
-	issueID    = "github:github.com:issue:444500041"
-	oldIssueID = "github:github.com:issue:512748900"
-	prID       = "github:github.com:pull_request:279147437"
-	issueRef   = "Codertocat/Hello-World#1"
-	prRef      = "Codertocat/Hello-World#2"
-	repo       = "Codertocat/Hello-World"
-	issueTitle = "Spelling error in the README file"
-	prTitle    = "Update the README with new information."
-	issueURL   = "https://github.com/Codertocat/Hello-World/issues/1"
-	prURL      = "https://github.com/Codertocat/Hello-World/pull/2"
-	headSHA    = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
-	prBody     = "This is a pretty simple change that we need to pull into master."
+	installationEntity = "github:github.com:installation:41000001"
+	issueID            = "github:github.com:issue:444500041"
+	oldIssueID         = "github:github.com:issue:512748900"
+	prID               = "github:github.com:pull_request:279147437"
+	issueRef           = "Codertocat/Hello-World#1"
+	prRef              = "Codertocat/Hello-World#2"
+	repo               = "Codertocat/Hello-World"
+	issueTitle         = "Spelling error in the README file"
+	prTitle            = "Update the README with new information."
+	issueURL           = "https://github.com/Codertocat/Hello-World/issues/1"
+	prURL              = "https://github.com/Codertocat/Hello-World/pull/2"
+	headSHA            = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+	prBody             = "This is a pretty simple change that we need to pull into master."
 )
 
 type fixtureCase struct {
@@ -68,6 +70,21 @@ type fixtureCase struct {
 	closed       bool
 	updatedAt    string
 	contribution *connectors.Contribution
+	// installationID is the App installation of the delivery;
+	// installation the change an installation event carries.
+	installationID int64
+	installation   *connectors.InstallationChange
+}
+
+const appInstallation = 41000001
+
+// installation is the change an installation fixture carries: Codertocat's
+// installation, selected repositories.
+func installation(action, at string, added, removed []string) *connectors.InstallationChange {
+	c := &connectors.InstallationChange{ID: appInstallation, Account: "Codertocat", AccountType: "User", Action: action,
+		RepositorySelection: "selected", Repositories: added, RemovedRepositories: removed}
+	c.At, _ = time.Parse(time.RFC3339, at)
+	return c
 }
 
 func pr(state string, merged bool, mergedAt, updated, head, body string, references ...connectors.Reference) *connectors.Contribution {
@@ -96,6 +113,35 @@ func pr(state string, merged bool, mergedAt, updated, head, body string, referen
 
 var fixtureCases = []fixtureCase{
 	{file: "ping.json", eventName: "ping", action: connectors.ActionIgnore},
+	{file: "installation.created.json", eventName: "installation.created", action: connectors.ActionIgnore,
+		entityKey: installationEntity, installationID: appInstallation,
+		installation: installation("created", "2026-03-02T09:00:00Z", []string{repo}, nil)},
+	{file: "installation.suspend.json", eventName: "installation.suspend", action: connectors.ActionIgnore,
+		entityKey: installationEntity, installationID: appInstallation,
+		installation: func() *connectors.InstallationChange {
+			c := installation("suspend", "2026-03-02T10:00:00Z", nil, nil)
+			c.SuspendedAt = c.At
+			return c
+		}()},
+	{file: "installation.unsuspend.json", eventName: "installation.unsuspend", action: connectors.ActionIgnore,
+		entityKey: installationEntity, installationID: appInstallation, installation: installation("unsuspend", "2026-03-02T10:30:00Z", nil, nil)},
+	{file: "installation.new_permissions_accepted.json", eventName: "installation.new_permissions_accepted", action: connectors.ActionIgnore,
+		entityKey: installationEntity, installationID: appInstallation,
+		installation: installation("new_permissions_accepted", "2026-03-02T10:45:00Z", nil, nil)},
+	{file: "installation.deleted.json", eventName: "installation.deleted", action: connectors.ActionIgnore,
+		entityKey: installationEntity, installationID: appInstallation, installation: installation("deleted", "2026-03-02T12:00:00Z", nil, nil)},
+	{file: "installation_repositories.added.json", eventName: "installation_repositories.added", action: connectors.ActionIgnore,
+		entityKey: installationEntity, installationID: appInstallation,
+		installation: installation("added", "2026-03-02T11:00:00Z", []string{"Codertocat/Space"}, nil)},
+	{file: "installation_repositories.removed.json", eventName: "installation_repositories.removed", action: connectors.ActionIgnore,
+		entityKey: installationEntity, installationID: appInstallation,
+		installation: installation("removed", "2026-03-02T11:30:00Z", nil, []string{repo})},
+	// The same issue delivered through a GitHub App installation (as the
+	// real pull_request and some issues examples are, with installation 1):
+	// the same external ID as the repository hook's delivery.
+	{file: "issues.opened.app.json", eventName: "issues.opened", action: connectors.ActionCreate, kind: connectors.KindIssue,
+		externalID: issueID, entityKey: issueID, ref: issueRef, url: issueURL, repository: repo, title: issueTitle,
+		labels: []string{"bug"}, updatedAt: "2019-05-15T15:20:18Z", installationID: appInstallation},
 	{file: "issues.opened.json", eventName: "issues.opened", action: connectors.ActionCreate, kind: connectors.KindIssue,
 		externalID: issueID, entityKey: issueID, ref: issueRef, url: issueURL, repository: repo, title: issueTitle,
 		labels: []string{"bug"}, updatedAt: "2019-05-15T15:20:18Z"},
@@ -110,10 +156,10 @@ var fixtureCases = []fixtureCase{
 		labels: []string{"bug"}, closed: true, updatedAt: "2019-05-15T15:25:00Z"},
 	{file: "issues.reopened.json", eventName: "issues.reopened", action: connectors.ActionReopen, kind: connectors.KindIssue,
 		externalID: issueID, entityKey: issueID, ref: issueRef, url: issueURL, repository: repo, title: issueTitle,
-		labels: []string{"bug"}, updatedAt: "2021-10-11T16:40:56Z"},
+		labels: []string{"bug"}, updatedAt: "2021-10-11T16:40:56Z", installationID: 1},
 	{file: "issues.deleted.json", eventName: "issues.deleted", action: connectors.ActionDelete, kind: connectors.KindIssue,
 		externalID: issueID, entityKey: issueID, ref: issueRef, url: issueURL, repository: repo, title: issueTitle,
-		labels: []string{"bug"}, closed: true, updatedAt: "2021-10-11T16:40:56Z"},
+		labels: []string{"bug"}, closed: true, updatedAt: "2021-10-11T16:40:56Z", installationID: 1},
 	// The old issue (octo-org/octo-repo, 512748900) moved to
 	// Codertocat/Hello-World#1 (444500041): the event describes the new
 	// issue and is keyed by the old one.
@@ -126,30 +172,30 @@ var fixtureCases = []fixtureCase{
 	{file: "pull_request.opened.json", eventName: "pull_request.opened", action: connectors.ActionCreate, kind: connectors.KindPullRequest,
 		externalID: prID, entityKey: prID, ref: prRef, url: prURL, repository: repo, title: prTitle,
 		labels: []string{"bug"}, updatedAt: "2019-05-15T15:20:33Z",
-		contribution: pr("open", false, "", "2019-05-15T15:20:33Z", "changes", prBody)},
+		contribution: pr("open", false, "", "2019-05-15T15:20:33Z", "changes", prBody), installationID: 1},
 	{file: "pull_request.opened.closes-issue.json", eventName: "pull_request.opened", action: connectors.ActionCreate, kind: connectors.KindPullRequest,
 		externalID: prID, entityKey: prID, ref: prRef, url: prURL, repository: repo, title: prTitle,
 		labels: []string{"bug"}, updatedAt: "2019-05-15T15:20:33Z",
 		contribution: pr("open", false, "", "2019-05-15T15:20:33Z", "changes", prBody+"\n\nFixes #1",
-			connectors.Reference{Provider: connectors.ProviderGitHub, Ref: issueRef})},
+			connectors.Reference{Provider: connectors.ProviderGitHub, Ref: issueRef}), installationID: 1},
 	{file: "pull_request.synchronize.json", eventName: "pull_request.synchronize", action: connectors.ActionUpdate, kind: connectors.KindPullRequest,
 		externalID: prID, entityKey: prID, ref: prRef, url: prURL, repository: repo, title: prTitle,
 		labels: []string{"bug"}, updatedAt: "2019-05-15T15:20:33Z",
-		contribution: pr("open", false, "", "2019-05-15T15:20:33Z", "changes", prBody)},
+		contribution: pr("open", false, "", "2019-05-15T15:20:33Z", "changes", prBody), installationID: 1},
 	{file: "pull_request.closed.json", eventName: "pull_request.closed", action: connectors.ActionClose, kind: connectors.KindPullRequest,
 		externalID: prID, entityKey: prID, ref: prRef, url: prURL, repository: repo, title: prTitle,
 		labels: []string{"bug"}, closed: true, updatedAt: "2019-05-15T15:21:18Z",
-		contribution: pr("closed", false, "", "2019-05-15T15:21:18Z", "changes", prBody)},
+		contribution: pr("closed", false, "", "2019-05-15T15:21:18Z", "changes", prBody), installationID: 1},
 	{file: "pull_request.closed.merged.json", eventName: "pull_request.closed", action: connectors.ActionClose, kind: connectors.KindPullRequest,
 		externalID: prID, entityKey: prID, ref: prRef, url: prURL, repository: repo, title: prTitle,
 		labels: []string{"bug"}, closed: true, updatedAt: "2019-05-15T15:21:18Z",
 		contribution: pr("merged", true, "2019-05-15T15:21:18Z", "2019-05-15T15:21:18Z", "TES-41-readme", prBody+"\n\nFixes #1",
 			connectors.Reference{Provider: connectors.ProviderGitHub, Ref: issueRef},
-			connectors.Reference{Provider: connectors.ProviderJira, Ref: "TES-41"})},
+			connectors.Reference{Provider: connectors.ProviderJira, Ref: "TES-41"}), installationID: 1},
 	{file: "pull_request.reopened.json", eventName: "pull_request.reopened", action: connectors.ActionReopen, kind: connectors.KindPullRequest,
 		externalID: prID, entityKey: prID, ref: prRef, url: prURL, repository: repo, title: prTitle,
 		labels: []string{"bug"}, updatedAt: "2019-05-15T15:20:33Z",
-		contribution: pr("open", false, "", "2019-05-15T15:20:33Z", "changes", prBody)},
+		contribution: pr("open", false, "", "2019-05-15T15:20:33Z", "changes", prBody), installationID: 1},
 }
 
 func TestFixturesAllCovered(t *testing.T) {
@@ -185,6 +231,12 @@ func checkEvent(t *testing.T, got connectors.Event, want fixtureCase) {
 		Action: want.action, Kind: want.kind, ExternalID: want.externalID, PreviousID: want.previousID,
 		EntityKey: want.entityKey, Repository: want.repository, Title: want.title, Labels: want.labels,
 		Closed: want.closed, UpdatedAt: mustTime(t, want.updatedAt), Source: source, Contribution: want.contribution})
+	if got.InstallationID != want.installationID {
+		t.Errorf("InstallationID = %d, want %d", got.InstallationID, want.installationID)
+	}
+	if !reflect.DeepEqual(got.Installation, want.installation) {
+		t.Errorf("Installation = %+v, want %+v", got.Installation, want.installation)
+	}
 }
 
 func mutate(t testing.TB, body []byte, edit func(m map[string]any)) []byte {
@@ -593,5 +645,98 @@ func TestParseFormEncodedDelivery(t *testing.T) {
 				t.Errorf("event = %s %s %q, want %s %s %q", got.Action, got.ExternalID, got.Title, want.Action, want.ExternalID, want.Title)
 			}
 		})
+	}
+}
+
+// An App's deliveries come from the App's one hook: an issue it delivers
+// maps to the external ID a repository hook's delivery of it has, and its
+// delivery key stays scoped to the hook, so the two hooks' copies of one
+// event are two deliveries of one task.
+func TestAppDeliveryIdentity(t *testing.T) {
+	t.Parallel()
+	const guid, repoHook, appHook = "72d3162e-cc78-11e3-81ab-4c9367dc0958", "1", "474747"
+	repoHeader, appHeader := headerFor("issues"), headerFor("issues")
+	repoHeader.Set(HeaderDelivery, guid)
+	repoHeader.Set(HeaderHookID, repoHook)
+	appHeader.Set(HeaderDelivery, guid)
+	appHeader.Set(HeaderHookID, appHook)
+	fromRepo, err := Adapter{}.Parse(host, repoHeader, fixture(t, "issues.opened.json"))
+	if err != nil {
+		t.Fatalf("Parse repository hook delivery: %v", err)
+	}
+	fromApp, err := Adapter{}.Parse(host, appHeader, fixture(t, "issues.opened.app.json"))
+	if err != nil {
+		t.Fatalf("Parse App delivery: %v", err)
+	}
+	if fromApp.ExternalID != issueID || fromApp.ExternalID != fromRepo.ExternalID || fromApp.EntityKey != fromRepo.EntityKey {
+		t.Errorf("App delivery ExternalID, EntityKey = %q, %q; repository hook's %q, %q",
+			fromApp.ExternalID, fromApp.EntityKey, fromRepo.ExternalID, fromRepo.EntityKey)
+	}
+	if fromApp.InstallationID != appInstallation || fromRepo.InstallationID != 0 {
+		t.Errorf("InstallationID = %d (App), %d (repository hook); want %d, 0", fromApp.InstallationID, fromRepo.InstallationID, appInstallation)
+	}
+	if got := (Adapter{}).DeliveryKey(appHeader, nil); got != appHook+":"+guid {
+		t.Errorf("App DeliveryKey = %q, want %q", got, appHook+":"+guid)
+	}
+	if (Adapter{}).DeliveryKey(appHeader, nil) == (Adapter{}).DeliveryKey(repoHeader, nil) {
+		t.Errorf("the App's and the repository hook's delivery keys are equal")
+	}
+}
+
+func TestParseInstallationEdges(t *testing.T) {
+	t.Parallel()
+	created := fixture(t, "installation.created.json")
+	added := fixture(t, "installation_repositories.added.json")
+	tests := []struct {
+		name, event string
+		body        []byte
+		wantErr     bool
+		wantChange  bool
+		wantID      int64
+	}{
+		{"unknown installation action is ignored", "installation",
+			mutate(t, created, func(m map[string]any) { m["action"] = "renamed" }), false, false, appInstallation},
+		{"unknown repositories action is ignored", "installation_repositories",
+			mutate(t, added, func(m map[string]any) { m["action"] = "moved" }), false, false, appInstallation},
+		{"no installation", "installation",
+			mutate(t, created, func(m map[string]any) { delete(m, "installation") }), true, false, 0},
+		{"installation without id", "installation_repositories",
+			mutate(t, added, func(m map[string]any) { delete(obj(m, "installation"), "id") }), true, false, 0},
+		{"installation id of the wrong type", "installation",
+			mutate(t, created, func(m map[string]any) { obj(m, "installation")["id"] = "one" }), true, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Adapter{}.Parse(host, headerFor(tt.event), tt.body)
+			if tt.wantErr {
+				if !errors.Is(err, connectors.ErrMalformedPayload) {
+					t.Fatalf("Parse error = %v, want ErrMalformedPayload", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got.Action != connectors.ActionIgnore || (got.Installation != nil) != tt.wantChange || got.InstallationID != tt.wantID {
+				t.Errorf("Parse = action %q, installation %+v, installation ID %d", got.Action, got.Installation, got.InstallationID)
+			}
+		})
+	}
+}
+
+// A removal that changes the selection to "all" reports the event's own
+// selection, not the installation object's older one.
+func TestParseInstallationRepositoriesSelection(t *testing.T) {
+	t.Parallel()
+	body := mutate(t, fixture(t, "installation_repositories.removed.json"), func(m map[string]any) {
+		m["repository_selection"] = "all"
+	})
+	got, err := Adapter{}.Parse(host, headerFor("installation_repositories"), body)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got.Installation == nil || got.Installation.RepositorySelection != "all" {
+		t.Errorf("Installation = %+v, want selection all", got.Installation)
 	}
 }

@@ -54,6 +54,12 @@ type Suppressions interface {
 	Clear(ctx context.Context, workspaceID, externalID string) error
 }
 
+// Installations are the GitHub App installations of a connection
+// (ingest.Installations).
+type Installations interface {
+	List(ctx context.Context, connectionID string) ([]store.Installation, error)
+}
+
 // Tasks are the task reads, scoped to what a principal may see (tasks.API).
 type Tasks interface {
 	VisibleWorkspaces(ctx context.Context, p httpapi.Principal) ([]store.Workspace, error)
@@ -80,6 +86,7 @@ type Deps struct {
 	Suppressions  Suppressions
 	Tasks         Tasks
 	Recovery      Recovery
+	Installations Installations
 	// Connections are the IDs of the configured connections, in the
 	// order the overview lists them.
 	Connections []string

@@ -77,6 +77,8 @@ func newEnvWithRecovery(t *testing.T, st *sqlstore.Store, recovery func(now func
 		}
 	}
 	noConnections := func(string) (config.Connection, bool) { return config.Connection{}, false }
+	ghOnly := func(id string) (config.Connection, bool) { return config.Connection{ID: id}, id == "gh" }
+	installations := ingest.NewInstallations(st, ghOnly, logger)
 	coord := idempotency.New(st, logger, now)
 	receiver := inbox.NewReceiver(st, map[string]connectors.Adapter{}, noConnections, logger, now)
 	taskAPI := tasks.NewAPI(tasks.NewService(st, logger, now), coord, projection.New(st, noConnections, logger, now), st, logger, now)
@@ -84,16 +86,17 @@ func newEnvWithRecovery(t *testing.T, st *sqlstore.Store, recovery func(now func
 	suppressions := ingest.NewSuppressions(st, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
 	r := server.NewRouter(server.Deps{
-		Receiver:     receiver,
-		Tasks:        taskAPI,
-		Deliveries:   deliveries,
-		Suppressions: suppressions,
-		Creations:    idempotency.NewOperators(coord, logger),
-		Readiness:    inbox.NewReadiness(st, receiver, now),
-		Metrics:      metrics.New(prometheus.NewRegistry()),
+		Receiver:      receiver,
+		Tasks:         taskAPI,
+		Deliveries:    deliveries,
+		Suppressions:  suppressions,
+		Installations: installations,
+		Creations:     idempotency.NewOperators(coord, logger),
+		Readiness:     inbox.NewReadiness(st, receiver, now),
+		Metrics:       metrics.New(prometheus.NewRegistry()),
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: recovery(now),
-			Connections: []string{"gh", "gl"}}, logger, now),
+			Installations: installations, Connections: []string{"gh", "gl"}}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})

@@ -357,3 +357,40 @@ func TestTaskPages(t *testing.T) {
 		wantIn(t, "ops's tasks for the admin", admin.get(t, "/ui/workspaces/ops/tasks").body, []string{"OPS-2", "Outage", "No linked pull or merge requests."}, nil)
 	})
 }
+
+// A connection's GitHub App installations: linked from the overview, each
+// with its state and repositories; an unknown connection is a 404, and
+// workspace tokens do not see the page.
+func TestInstallationsPage(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		e := newEnv(t, st)
+		ctx := context.Background()
+		deleted := start.Add(time.Hour)
+		for _, c := range []store.InstallationChange{
+			{ConnectionID: "gh", InstallationID: 41000001, Action: "created", AccountLogin: "Codertocat", AccountType: "User",
+				RepositorySelection: "selected", Repositories: []string{"Codertocat/Hello-World", "Codertocat/Space"},
+				At: start, ReceivedAt: start, DeliveryID: "d-created"},
+			{ConnectionID: "gh", InstallationID: 52000002, Action: "deleted", AccountLogin: "octo-org", AccountType: "Organization",
+				RepositorySelection: "all", At: deleted, ReceivedAt: deleted, DeliveryID: "d-deleted"},
+		} {
+			if err := st.ApplyInstallationChange(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := e.login(t, adminToken)
+		wantIn(t, "the overview", b.get(t, "/ui/").body, []string{`href="/ui/connections/gh/installations"`}, nil)
+		res := b.get(t, "/ui/connections/gh/installations")
+		if res.status != http.StatusOK {
+			t.Fatalf("GET installations = %d, want 200", res.status)
+		}
+		wantIn(t, "the installations", res.body, []string{"41000001", "Codertocat", "<code>Codertocat/Hello-World</code>",
+			"<code>Codertocat/Space</code>", "active", "52000002", "octo-org", "deleted", `href="/ui/deliveries/d-deleted"`}, nil)
+		if res := b.get(t, "/ui/connections/nope/installations"); res.status != http.StatusNotFound {
+			t.Errorf("installations of an unknown connection = %d, want 404", res.status)
+		}
+		if res := e.login(t, engToken).get(t, "/ui/connections/gh/installations"); res.status != http.StatusNotFound {
+			t.Errorf("installations with a workspace token = %d, want 404", res.status)
+		}
+	})
+}

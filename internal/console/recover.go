@@ -140,7 +140,7 @@ func (c *Console) Recover(w http.ResponseWriter, r *http.Request) {
 			principal = s.principal.Name
 		}
 		c.logger.InfoContext(ctx, "console recovery run", "principal", principal, "connection", id, "since", run.Since,
-			"checked", run.Checked, "missing", run.Missing, "redelivered", run.Redelivered, "unfinished", len(run.Unfinished))
+			"checked", run.Checked, "missing", run.Missing, "redelivered", run.Count(), "unfinished", len(run.Unfinished))
 	}
 	// The hooks are read after the run, so they show the state it left.
 	page := c.recoverPage(ctx)

@@ -163,9 +163,9 @@ func TestRecoverPage(t *testing.T) {
 func TestRecoverShowsTheRun(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
-		fake := &fakeRecovery{result: recovery.Result{Checked: 3, Missing: 2, Redelivered: 1, Deliveries: []recovery.Delivery{
+		fake := &fakeRecovery{result: recovery.Result{Checked: 3, Missing: 2, Redelivered: new(1), Deliveries: []recovery.Delivery{
 			{GUID: "guid-accepted", HookID: 11, DeliveryID: 905, Event: "issues", Action: "opened", DeliveredAt: start.Add(-5 * time.Minute),
-				StatusCode: 503, Redelivered: true, Request: store.RedeliveryAccepted},
+				StatusCode: 503, Redelivered: new(true), Request: store.RedeliveryAccepted},
 			{GUID: "guid-refused", HookID: 11, DeliveryID: 904, Event: "push", DeliveredAt: start.Add(-3 * time.Hour),
 				Request: store.RedeliveryFailed, Error: "422 Validation Failed"},
 		}, Unfinished: []recovery.Unfinished{{Hook: "repository acme/old hook 12", HookID: 12, Reason: recovery.StopProviderError,

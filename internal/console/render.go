@@ -21,7 +21,7 @@ var stylesheet []byte
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{"login", "error", "overview", "deliveries", "delivery", "replay",
-	"suppressions", "tasks", "task", "recover"}
+	"suppressions", "tasks", "task", "recover", "installations"}
 
 type pages map[string]*template.Template
 

@@ -380,12 +380,26 @@ type ReplayRequest struct {
 }
 
 // ReplayResultJSON is the bulk replay's answer: matched = replayed +
-// skipped, and the first matched deliveries as they now are.
+// skipped, and the first matched deliveries as they now are. A dry run
+// answers would_replay in place of replayed, so it never reads as done.
 type ReplayResultJSON struct {
-	Matched    int            `json:"matched"`
-	Replayed   int            `json:"replayed"`
-	Skipped    int            `json:"skipped"`
-	Deliveries []DeliveryJSON `json:"deliveries"`
+	Matched int `json:"matched"`
+	// Replayed is nil in a dry run, WouldReplay in a replay.
+	Replayed    *int           `json:"replayed,omitempty"`
+	WouldReplay *int           `json:"would_replay,omitempty"`
+	Skipped     int            `json:"skipped"`
+	Deliveries  []DeliveryJSON `json:"deliveries"`
+}
+
+// Count is the deliveries replayed, or a dry run would replay.
+func (r ReplayResultJSON) Count() int {
+	switch {
+	case r.WouldReplay != nil:
+		return *r.WouldReplay
+	case r.Replayed != nil:
+		return *r.Replayed
+	}
+	return 0
 }
 
 // replayMatching answers a bulk replay.
@@ -420,8 +434,12 @@ func (o *Operators) ReplayMatchingJSON(ctx context.Context, req ReplayRequest) (
 	if err != nil {
 		return ReplayResultJSON{}, err
 	}
-	out := ReplayResultJSON{Matched: res.Matched, Replayed: res.Requeued, Skipped: res.Skipped,
-		Deliveries: make([]DeliveryJSON, 0, len(res.Shown))}
+	out := ReplayResultJSON{Matched: res.Matched, Skipped: res.Skipped, Deliveries: make([]DeliveryJSON, 0, len(res.Shown))}
+	if req.DryRun {
+		out.WouldReplay = &res.Requeued
+	} else {
+		out.Replayed = &res.Requeued
+	}
 	for _, d := range res.Shown {
 		out.Deliveries = append(out.Deliveries, NewDeliveryJSON(d))
 	}

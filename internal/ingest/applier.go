@@ -51,6 +51,7 @@ type Reader interface {
 	FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (store.Task, error)
 	UpsertProjection(ctx context.Context, p store.Projection) error
 	ListProjectionsForTasks(ctx context.Context, taskIDs ...string) ([]store.Projection, error)
+	ApplyInstallationChange(ctx context.Context, c store.InstallationChange) error
 }
 
 // Applier implements inbox.Processor.
@@ -121,6 +122,9 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 	}
 	conn, ev := pp.conn, pp.ev
 	out := inbox.Outcome{ExternalID: ev.ExternalID, Action: string(ev.Action)}
+	if ev.Installation != nil {
+		return a.installation(ctx, d, conn, ev.Installation)
+	}
 	if ev.Action == connectors.ActionIgnore {
 		out.Status, out.Result = store.DeliveryIgnored, "event not mapped to a task action"
 		return out, nil
@@ -150,6 +154,33 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 	}
 	return a.issue(ctx, conn, ev, current, previous, out)
 }
+
+// installation records a GitHub App installation's change. No task
+// changes, so the delivery is ignored as far as tasks go (and counted so);
+// its outcome names what was recorded.
+func (a *Applier) installation(ctx context.Context, d store.Delivery, conn config.Connection, c *connectors.InstallationChange) (inbox.Outcome, error) {
+	at := c.At
+	if at.IsZero() {
+		at = d.ReceivedAt
+	}
+	change := store.InstallationChange{ConnectionID: conn.ID, InstallationID: c.ID, Action: c.Action,
+		AccountLogin: c.Account, AccountType: c.AccountType, RepositorySelection: c.RepositorySelection,
+		Repositories: c.Repositories, RemovedRepositories: c.RemovedRepositories,
+		At: at.UTC(), DeliveryID: d.ID, ReceivedAt: d.ReceivedAt.UTC()}
+	if !c.SuspendedAt.IsZero() {
+		s := c.SuspendedAt.UTC()
+		change.SuspendedAt = &s
+	}
+	if err := a.st.ApplyInstallationChange(ctx, change); err != nil {
+		return inbox.Outcome{}, fmt.Errorf("record installation: %w", err)
+	}
+	return inbox.Outcome{Status: store.DeliveryIgnored, Action: InstallationAction,
+		Result: "recorded: installation " + strconv.FormatInt(c.ID, 10) + " " + c.Action}, nil
+}
+
+// InstallationAction is the outcome action of a delivery that recorded a
+// GitHub App installation's change.
+const InstallationAction = "installation"
 
 // resolve finds the task of an external ID directly or through an alias.
 func (a *Applier) resolve(ctx context.Context, e store.SourceEntity) (store.Task, bool, error) {

@@ -65,7 +65,7 @@ type taskPatch struct {
 type deliveryFilter struct {
 	Status         string `json:"status,omitempty" jsonschema:"One of queued, processing, retrying, succeeded, ignored, suppressed, failed."`
 	Connection     string `json:"connection,omitempty" jsonschema:"The connection ID the webhook was posted to, e.g. github."`
-	Event          string `json:"event,omitempty" jsonschema:"The event as stored, e.g. issues.opened."`
+	Event          string `json:"event,omitempty" jsonschema:"The event and its actions: issues matches issues, issues.opened, issues.closed...; issues.opened matches itself."`
 	ReceivedAfter  string `json:"received_after,omitempty" jsonschema:"Received at or after this RFC 3339 time."`
 	ReceivedBefore string `json:"received_before,omitempty" jsonschema:"Received at or before this RFC 3339 time."`
 	ErrorContains  string `json:"error_contains,omitempty" jsonschema:"A substring of the last error, ignoring case."`
@@ -196,7 +196,8 @@ func (t toolset) addDeliveryTools(s *mcp.Server) {
 		Description: "Operators: process again the finished deliveries (succeeded, ignored, suppressed, failed) " +
 			"that the filters match, with today's configuration; at least one filter is required. Queued, " +
 			"processing and retrying ones are skipped. Try dry_run first: it changes nothing and answers " +
-			"how many would be replayed. The answer shows the first 20 matched deliveries.",
+			"would_replay (how many a replay would requeue now) where a replay answers replayed. " +
+			"The answer shows the first 20 matched deliveries.",
 		Annotations: &mcp.ToolAnnotations{Title: "Replay webhook deliveries", DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in replayDeliveriesInput) (inbox.ReplayResultJSON, error) {
 		f := in.deliveryFilter

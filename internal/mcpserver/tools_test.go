@@ -314,12 +314,12 @@ func TestDeliveryToolsAreTheOperatorRoutes(t *testing.T) {
 
 		dry := mcptest.Decode[inbox.ReplayResultJSON](t, "replay_deliveries", mcptest.Call(t, cs, "replay_deliveries",
 			map[string]any{"status": "failed", "dry_run": true}))
-		if dry.Matched != 1 || dry.Replayed != 1 || e.deliveryStatus(t, failedID) != store.DeliveryFailed {
-			t.Errorf("dry run = %+v and the delivery is %s, want 1 matched, 1 replayable, nothing changed", dry, e.deliveryStatus(t, failedID))
+		if dry.Matched != 1 || dry.WouldReplay == nil || *dry.WouldReplay != 1 || dry.Replayed != nil || e.deliveryStatus(t, failedID) != store.DeliveryFailed {
+			t.Errorf("dry run = %+v and the delivery is %s, want 1 matched, would_replay 1 and no replayed, nothing changed", dry, e.deliveryStatus(t, failedID))
 		}
 		done := mcptest.Decode[inbox.ReplayResultJSON](t, "replay_deliveries", mcptest.Call(t, cs, "replay_deliveries",
 			map[string]any{"connection": "gh", "max": 10}))
-		if done.Matched != 2 || done.Replayed != 1 || done.Skipped != 1 || e.deliveryStatus(t, failedID) != store.DeliveryQueued {
+		if done.Matched != 2 || done.Replayed == nil || *done.Replayed != 1 || done.WouldReplay != nil || done.Skipped != 1 || e.deliveryStatus(t, failedID) != store.DeliveryQueued {
 			t.Errorf("replay = %+v and the failed delivery is %s, want 2 matched, 1 replayed, 1 skipped, it queued", done, e.deliveryStatus(t, failedID))
 		}
 	})

@@ -93,11 +93,11 @@ func TestRecoverGitHubPagingIsBounded(t *testing.T) {
 			if got := pages.Load(); got != tc.wantPages {
 				t.Errorf("pages read = %d, want %d", got, tc.wantPages)
 			}
-			if res.Redelivered != tc.wantAsked || len(gh.asked()) != tc.wantAsked {
+			if res.Count() != tc.wantAsked || len(gh.asked()) != tc.wantAsked {
 				t.Errorf("redelivered %d, requests %q; want the %d read before the stop", res.Redelivered, gh.asked(), tc.wantAsked)
 			}
 			again, err := rec.Recover(t.Context(), "gh", Options{})
-			if err != nil || again.Redelivered != 0 || len(gh.asked()) != tc.wantAsked {
+			if err != nil || again.Count() != 0 || len(gh.asked()) != tc.wantAsked {
 				t.Errorf("second run = %+v, %v; requests %d; want nothing asked again", again, err, len(gh.asked()))
 			}
 		})
@@ -136,7 +136,7 @@ func TestRecoverGitLabPagingIsBounded(t *testing.T) {
 			if len(res.Unfinished) != 1 || res.Unfinished[0].Reason != tc.wantReason {
 				t.Errorf("unfinished = %+v, want %s", res.Unfinished, tc.wantReason)
 			}
-			if got := pages.Load(); got != tc.wantPages || res.Redelivered != int(got) {
+			if got := pages.Load(); got != tc.wantPages || res.Count() != int(got) {
 				t.Errorf("pages read = %d, redelivered %d; want %d pages, each one's event resent", got, res.Redelivered, tc.wantPages)
 			}
 		})
@@ -185,7 +185,7 @@ func TestRecoverStopsAtTheRunDeadline(t *testing.T) {
 	if got := pages.Load(); got > 10 {
 		t.Errorf("pages read = %d, want the listing stopped at the deadline", got)
 	}
-	if res.Missing == 0 || res.Redelivered != 0 || len(gh.asked()) != 0 {
+	if res.Missing == 0 || res.Count() != 0 || len(gh.asked()) != 0 {
 		t.Errorf("missing %d, redelivered %d; want what was read listed, nothing asked after the deadline", res.Missing, res.Redelivered)
 	}
 }

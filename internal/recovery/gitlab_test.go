@@ -155,9 +155,9 @@ func TestRecoverGitLab(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Recover: %v", err)
 		}
-		if res.Checked != 6 || res.Missing != 4 || res.Redelivered != 3 || len(res.Unfinished) != 0 {
+		if res.Checked != 6 || res.Missing != 4 || res.Count() != 3 || len(res.Unfinished) != 0 {
 			t.Errorf("checked %d, missing %d, redelivered %d, unfinished %+v; want 6, 4, 3, none",
-				res.Checked, res.Missing, res.Redelivered, res.Unfinished)
+				res.Checked, res.Missing, res.Count(), res.Unfinished)
 		}
 		gl.mu.Lock()
 		resent := slices.Sorted(slices.Values(gl.resent))
@@ -166,7 +166,7 @@ func TestRecoverGitLab(t *testing.T) {
 		if !slices.Equal(resent, want) {
 			t.Errorf("resent %q, want %q", resent, want)
 		}
-		if again, err := rec.Recover(t.Context(), "gl", Options{}); err != nil || again.Redelivered != 0 {
+		if again, err := rec.Recover(t.Context(), "gl", Options{}); err != nil || again.Count() != 0 {
 			t.Errorf("second run = %+v, %v; want nothing asked again", again, err)
 		}
 	})
@@ -223,7 +223,7 @@ func TestRecoverGitLabWaitsOutRateLimits(t *testing.T) {
 	timer := &recordingTimer{}
 	rec.timer = timer
 	res, err := rec.Recover(t.Context(), "gl", Options{})
-	if err != nil || res.Redelivered != 1 || len(res.Unfinished) != 0 {
+	if err != nil || res.Count() != 1 || len(res.Unfinished) != 0 {
 		t.Fatalf("Recover = %+v, %v; want the event resent, finished", res, err)
 	}
 	waits := timer.recorded()

@@ -133,9 +133,11 @@ type Result struct {
 	// Missing counts those whose every attempt failed and that the inbox
 	// does not hold.
 	Missing int `json:"missing"`
-	// Redelivered counts the redeliveries this run asked for (in a dry
-	// run: would ask for).
-	Redelivered int `json:"redelivered"`
+	// Redelivered counts the redeliveries this run asked for; nil in a
+	// dry run, which counts in WouldRedeliver what it would ask for (nil
+	// in a real run), so a dry run never reads as done.
+	Redelivered    *int `json:"redelivered,omitempty"`
+	WouldRedeliver *int `json:"would_redeliver,omitempty"`
 	// Deliveries are the missing deliveries, newest first.
 	Deliveries []Delivery `json:"deliveries"`
 	// Unfinished says where and why the run stopped before it finished
@@ -165,13 +167,33 @@ type Delivery struct {
 	Action      string    `json:"action"`
 	DeliveredAt time.Time `json:"delivered_at"`
 	StatusCode  int       `json:"status_code"`
-	// Redelivered: this run asked for it (a dry run: would ask).
-	Redelivered bool `json:"redelivered"`
+	// Redelivered: this run asked for it and the provider accepted; nil
+	// in a dry run, which says in WouldRedeliver whether it would ask
+	// (nil in a real run).
+	Redelivered    *bool `json:"redelivered,omitempty"`
+	WouldRedeliver *bool `json:"would_redeliver,omitempty"`
 	// Request is the recorded redelivery request's status (requested,
 	// accepted, failed) when one exists, from this run or an earlier one.
 	Request string `json:"request,omitempty"`
 	// Error is why the provider did not accept the request.
 	Error string `json:"error,omitempty"`
+}
+
+// Count is the redeliveries the run asked for, or a dry run would ask for.
+func (r Result) Count() int {
+	switch {
+	case r.WouldRedeliver != nil:
+		return *r.WouldRedeliver
+	case r.Redelivered != nil:
+		return *r.Redelivered
+	}
+	return 0
+}
+
+// Asked says whether the run asked for the delivery's redelivery and the
+// provider accepted, or a dry run would ask for it.
+func (d Delivery) Asked() bool {
+	return (d.Redelivered != nil && *d.Redelivered) || (d.WouldRedeliver != nil && *d.WouldRedeliver)
 }
 
 // ErrRateLimited: a provider asked the run to wait longer than it will.
@@ -288,6 +310,11 @@ func (r *Recoverer) recover(ctx context.Context, connectionID string, opts Optio
 	runCtx, cancel := context.WithTimeoutCause(ctx, maxRun, errRunDeadline)
 	defer cancel()
 	res := Result{Deliveries: []Delivery{}}
+	if opts.DryRun {
+		res.WouldRedeliver = new(int)
+	} else {
+		res.Redelivered = new(int)
+	}
 	run := runBounds{since: r.now().Add(-opts.Since), deadline: r.now().Add(maxRun)}
 	for _, hook := range conn.Hooks {
 		err := r.recoverHook(runCtx, run, conn, api, hook, opts.DryRun, &res)
@@ -460,10 +487,15 @@ func (r *Recoverer) recoverHook(ctx context.Context, run runBounds, conn config.
 		a := latest[g]
 		d := Delivery{GUID: g, HookID: hook.ID, DeliveryID: a.id, Event: a.event, Action: a.action,
 			DeliveredAt: a.deliveredAt, StatusCode: a.statusCode}
+		if dryRun {
+			d.WouldRedeliver = new(bool)
+		} else {
+			d.Redelivered = new(bool)
+		}
 		if before, ok := requested[g]; ok {
 			d.Request, d.Error = before.Status, before.Error
 		} else if dryRun {
-			d.Redelivered = true
+			*d.WouldRedeliver = true
 		} else if stopped == nil && !r.now().Before(run.deadline) {
 			stopped = &stopError{StopDeadline, "the run's time was up before it asked for every missing delivery"}
 		} else if stopped == nil {
@@ -473,8 +505,11 @@ func (r *Recoverer) recoverHook(ctx context.Context, run runBounds, conn config.
 				return stopped
 			}
 		}
-		if d.Redelivered {
-			res.Redelivered++
+		switch {
+		case d.WouldRedeliver != nil && *d.WouldRedeliver:
+			*res.WouldRedeliver++
+		case d.Redelivered != nil && *d.Redelivered:
+			*res.Redelivered++
 		}
 		res.Deliveries = append(res.Deliveries, d)
 	}
@@ -518,7 +553,7 @@ func (r *Recoverer) ask(ctx context.Context, conn config.Connection, api hookAPI
 		rec.Status, rec.Error = store.RedeliveryFailed, redact(askErr.Error(), conn.APIToken)
 		r.logger.Warn("redelivery request failed", "connection", conn.ID, "hook_id", hook.ID, "guid", a.guid, "error", rec.Error)
 	} else {
-		d.Redelivered = true
+		*d.Redelivered = true
 		r.Metrics.MissedDeliveryRedelivered(conn.ID)
 		r.logger.Info("missed delivery redelivered", "connection", conn.ID, "hook_id", hook.ID, "guid", a.guid, "event", a.event)
 	}

@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +61,9 @@ func TestRecoverRedeliversExactlyTheMissing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Recover: %v", err)
 		}
-		if res.Checked != 7 || res.Missing != 4 || res.Redelivered != 3 || len(res.Unfinished) != 0 {
+		if res.Checked != 7 || res.Missing != 4 || res.Count() != 3 || len(res.Unfinished) != 0 {
 			t.Errorf("checked %d, missing %d, redelivered %d, unfinished %+v; want 7, 4, 3, none",
-				res.Checked, res.Missing, res.Redelivered, res.Unfinished)
+				res.Checked, res.Missing, res.Count(), res.Unfinished)
 		}
 		want := []string{"repos/acme/api/hooks/11/11", "repos/acme/api/hooks/11/71", "repos/acme/api/hooks/11/81"}
 		if got := gh.asked(); !slices.Equal(got, want) {
@@ -70,7 +71,7 @@ func TestRecoverRedeliversExactlyTheMissing(t *testing.T) {
 		}
 		var listed []string
 		for _, d := range res.Deliveries {
-			listed = append(listed, fmt.Sprintf("%s:%d:%d:%t:%s", d.GUID, d.DeliveryID, d.StatusCode, d.Redelivered, d.Request))
+			listed = append(listed, fmt.Sprintf("%s:%d:%d:%t:%s", d.GUID, d.DeliveryID, d.StatusCode, d.Asked(), d.Request))
 		}
 		wantListed := []string{"g8:81:503:true:accepted", "g7:71:0:true:accepted", "g5:51:500:false:requested", "g1:11:503:true:accepted"}
 		if !slices.Equal(listed, wantListed) {
@@ -84,9 +85,9 @@ func TestRecoverRedeliversExactlyTheMissing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("second Recover: %v", err)
 		}
-		if again.Missing != 4 || again.Redelivered != 0 || len(gh.asked()) != 3 {
+		if again.Missing != 4 || again.Count() != 0 || len(gh.asked()) != 3 {
 			t.Errorf("second run: missing %d, redelivered %d, requests %d; want 4, 0, 3 (nothing asked again)",
-				again.Missing, again.Redelivered, len(gh.asked()))
+				again.Missing, again.Count(), len(gh.asked()))
 		}
 	})
 }
@@ -113,8 +114,8 @@ func TestRecoverPagesWithCursor(t *testing.T) {
 			t.Fatalf("Recover: %v", err)
 		}
 		// p0..p6 are in the window (3 pages); p2 and p5 failed.
-		if res.Checked != 7 || res.Missing != 2 || res.Redelivered != 2 {
-			t.Errorf("checked %d, missing %d, redelivered %d; want 7, 2, 2", res.Checked, res.Missing, res.Redelivered)
+		if res.Checked != 7 || res.Missing != 2 || res.Count() != 2 {
+			t.Errorf("checked %d, missing %d, redelivered %d; want 7, 2, 2", res.Checked, res.Missing, res.Count())
 		}
 		if got, want := gh.asked(), []string{"orgs/acme/hooks/7/95", "orgs/acme/hooks/7/98"}; !slices.Equal(got, want) {
 			t.Errorf("redelivery requests = %q, want %q", got, want)
@@ -155,7 +156,7 @@ func TestRecoverWaitsOutRateLimits(t *testing.T) {
 			timer := &recordingTimer{}
 			rec.timer = timer
 			res, err := rec.Recover(t.Context(), "gh", Options{})
-			if err != nil || res.Redelivered != 1 || len(res.Unfinished) != 0 {
+			if err != nil || res.Count() != 1 || len(res.Unfinished) != 0 {
 				t.Fatalf("Recover = %+v, %v; want one redelivery, finished", res, err)
 			}
 			waits := timer.recorded()
@@ -193,7 +194,7 @@ func TestRecoverReportsALongRateLimit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Recover: %v", err)
 		}
-		if res.Missing != 2 || res.Redelivered != 1 || len(res.Unfinished) != 1 || res.Unfinished[0].Reason != StopRateLimited ||
+		if res.Missing != 2 || res.Count() != 1 || len(res.Unfinished) != 1 || res.Unfinished[0].Reason != StopRateLimited ||
 			!strings.Contains(res.Unfinished[0].Error, "rate limited") {
 			t.Fatalf("Recover = %+v; want 2 missing, 1 redelivered, the rate limit reported", res)
 		}
@@ -201,7 +202,7 @@ func TestRecoverReportsALongRateLimit(t *testing.T) {
 			t.Errorf("unfinished = %+v, want hook acme/api only (the run stops there)", res.Unfinished)
 		}
 		next, err := rec.Recover(t.Context(), "gh", Options{})
-		if err != nil || next.Redelivered != 1 || len(gh.asked()) != 2 {
+		if err != nil || next.Count() != 1 || len(gh.asked()) != 2 {
 			t.Errorf("next run = %+v, %v; requests %q; want the refused one asked for", next, err, gh.asked())
 		}
 	})
@@ -235,7 +236,7 @@ func TestRecoverConcurrentRunsAskOnce(t *testing.T) {
 		wg.Wait()
 		total := 0
 		for _, r := range results {
-			total += r.Redelivered
+			total += r.Count()
 		}
 		if asked := gh.asked(); len(asked) != 20 || len(slices.Compact(asked)) != 20 || total != 20 {
 			t.Errorf("%d redelivery requests (%d distinct), %d reported; want 20 each", len(asked), len(slices.Compact(asked)), total)
@@ -254,8 +255,28 @@ func TestRecoverDryRunAsksNothing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Recover: %v", err)
 		}
-		if res.Checked != 2 || res.Missing != 1 || res.Redelivered != 1 || !res.Deliveries[0].Redelivered || res.Deliveries[0].Request != "" {
+		if res.Checked != 2 || res.Missing != 1 || res.Count() != 1 || !res.Deliveries[0].Asked() || res.Deliveries[0].Request != "" {
 			t.Errorf("dry run = %+v; want g2 missing and to be asked for, no request recorded", res)
+		}
+		// The answer says what would happen, never that it happened.
+		raw, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"would_redeliver":1,`, `"would_redeliver":true`} {
+			if !strings.Contains(string(raw), want) {
+				t.Errorf("dry run answers %s, want %s", raw, want)
+			}
+		}
+		if strings.Contains(string(raw), `"redelivered"`) {
+			t.Errorf("dry run answers %s, with redelivered", raw)
+		}
+		real, err := json.Marshal(Result{Redelivered: new(0), Deliveries: []Delivery{{Redelivered: new(false)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := string(real); !strings.Contains(s, `"redelivered":0,`) || !strings.Contains(s, `"redelivered":false`) || strings.Contains(s, "would_") {
+			t.Errorf("a run answers %s, want redelivered and no would_redeliver", s)
 		}
 		if asked := gh.asked(); len(asked) != 0 {
 			t.Errorf("a dry run asked for %q", asked)
@@ -326,7 +347,7 @@ func TestRecoverReportsAHookItCannotRead(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
-	if res.Redelivered != 1 || len(res.Unfinished) != 1 || res.Unfinished[0].Hook != "repository acme/gone hook 5" ||
+	if res.Count() != 1 || len(res.Unfinished) != 1 || res.Unfinished[0].Hook != "repository acme/gone hook 5" ||
 		res.Unfinished[0].Reason != StopProviderError || !strings.Contains(res.Unfinished[0].Error, "404") {
 		t.Errorf("Recover = %+v; want acme/api recovered and acme/gone reported with GitHub's 404", res)
 	}
@@ -389,12 +410,12 @@ func TestRecoverNeverAsksTwiceAfterAFailure(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Recover: %v", err)
 		}
-		if res.Missing != 1 || res.Redelivered != 0 || len(res.Deliveries) != 1 || res.Deliveries[0].Request != store.RedeliveryFailed ||
+		if res.Missing != 1 || res.Count() != 0 || len(res.Deliveries) != 1 || res.Deliveries[0].Request != store.RedeliveryFailed ||
 			!strings.Contains(res.Deliveries[0].Error, "502") {
 			t.Fatalf("Recover = %+v; want g1 missing, its request failed with GitHub's 502", res)
 		}
 		again, err := rec.Recover(t.Context(), "gh", Options{})
-		if err != nil || again.Redelivered != 0 || again.Deliveries[0].Request != store.RedeliveryFailed {
+		if err != nil || again.Count() != 0 || again.Deliveries[0].Request != store.RedeliveryFailed {
 			t.Errorf("second run = %+v, %v; want the failed request listed, not asked again", again, err)
 		}
 		if asked := gh.asked(); len(asked) != 1 {

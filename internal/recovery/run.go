@@ -65,7 +65,7 @@ func (r *Recoverer) runConnection(ctx context.Context, id string, every time.Dur
 				r.logger.Warn("recovery failed", "connection", id, "error", err)
 			} else if res.Missing > 0 || len(res.Unfinished) > 0 {
 				r.logger.Info("recovery run", "connection", id, "checked", res.Checked, "missing", res.Missing,
-					"redelivered", res.Redelivered, "unfinished", len(res.Unfinished))
+					"redelivered", res.Count(), "unfinished", len(res.Unfinished))
 			}
 			since = backgroundWindow(every)
 		}

@@ -29,11 +29,13 @@ type Deps struct {
 	Tasks        *tasks.API
 	Deliveries   *inbox.Operators
 	Suppressions *ingest.Suppressions
-	Creations    *idempotency.Operators
-	Recovery     *recovery.Operators
-	Readiness    *inbox.Readiness
-	Metrics      *metrics.Metrics
-	Console      *console.Console
+	// Installations lists the GitHub App installations of a connection.
+	Installations *ingest.Installations
+	Creations     *idempotency.Operators
+	Recovery      *recovery.Operators
+	Readiness     *inbox.Readiness
+	Metrics       *metrics.Metrics
+	Console       *console.Console
 	// MCP serves the agent tools over streamable HTTP.
 	MCP *mcpserver.Gateway
 	// Authenticator checks the bearer token of every /api/ route.
@@ -105,6 +107,7 @@ func table(d Deps) []route {
 		{POST, "/api/v1/creations/{operation_id}/steps/resolve", admin, d.Creations.ResolveStep},
 		{POST, "/api/v1/connections/{id}/recover", admin, d.Recovery.Recover},
 		{GET, "/api/v1/connections/{id}/hooks", admin, d.Recovery.ListHooks},
+		{GET, "/api/v1/connections/{id}/installations", admin, d.Installations.ListInstallations},
 
 		// The API's own description (docs/openapi.yaml).
 		{GET, "/api/v1/openapi.yaml", public, docs.Handler().ServeHTTP},
@@ -133,6 +136,7 @@ func table(d Deps) []route {
 		{GET, "/ui/suppressions", sessionAdmin, d.Console.Suppressions},
 		{POST, "/ui/suppressions/clear", sessionAdmin, d.Console.ClearSuppression},
 		{GET, "/ui/recover", sessionAdmin, d.Console.RecoverPage},
+		{GET, "/ui/connections/{id}/installations", sessionAdmin, d.Console.ConnectionInstallations},
 		{POST, "/ui/recover", sessionAdmin, d.Console.Recover},
 		{GET, "/ui/workspaces/{id}/tasks", session, d.Console.WorkspaceTasks},
 		{GET, "/ui/tasks/{id}", session, d.Console.Task},

@@ -63,15 +63,17 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 	taskAPI := tasks.NewAPI(tasks.NewService(st, logger, now), coord, nil, st, logger, now)
 	deliveries := inbox.NewOperators(st, logger, now)
 	suppressions := ingest.NewSuppressions(st, logger)
+	installations := ingest.NewInstallations(st, noConnections, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
 	missed := recovery.New(st, noConnections, logger, now)
 	return server.NewRouter(server.Deps{
-		Receiver:     receiver,
-		Tasks:        taskAPI,
-		Deliveries:   deliveries,
-		Suppressions: suppressions,
+		Receiver:      receiver,
+		Tasks:         taskAPI,
+		Deliveries:    deliveries,
+		Suppressions:  suppressions,
+		Installations: installations,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed, Installations: installations}, logger, now),
 		Creations:     idempotency.NewOperators(coord, logger),
 		Recovery:      recovery.NewOperators(missed, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
@@ -135,6 +137,7 @@ func TestEveryRouteAnswers(t *testing.T) {
 		"POST /api/v1/creations/{operation_id}/steps/resolve": true,
 		"POST /api/v1/connections/{id}/recover":               true,
 		"GET /api/v1/connections/{id}/hooks":                  true,
+		"GET /api/v1/connections/{id}/installations":          true,
 	}
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		r := newRouter(t, st)

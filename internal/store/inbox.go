@@ -69,7 +69,11 @@ type Delivery struct {
 type DeliveryFilter struct {
 	Status       string
 	ConnectionID string
-	Event        string
+	// Event matches the event and its actions: "issues" matches "issues",
+	// "issues.opened" and "issues.opened.x"; "issues.opened" matches
+	// itself and "issues.opened.x" (events are stored as the provider's
+	// event, a dot and its action).
+	Event string
 	// ReceivedAfter and ReceivedBefore bound received_at (inclusive).
 	ReceivedAfter  time.Time
 	ReceivedBefore time.Time

@@ -89,6 +89,7 @@ type Queries interface {
 	RetentionQueries
 	ConsoleQueries
 	RedeliveryQueries
+	InstallationQueries
 }
 
 // Workspace is a tenant: tasks, steps and tokens belong to one.

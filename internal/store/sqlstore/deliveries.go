@@ -226,7 +226,10 @@ const pendingStatuses = "(status = 'queued' OR status = 'retrying' OR status = '
 // first and stops when it is full; the status indexes hold only the rare
 // statuses, and the common ones read the received-time index. error_contains has none a B-tree could give: it
 // walks the partial index of rows holding an error, newest first.
-func deliveryWhere(dialect string, f store.DeliveryFilter, args []any) ([]string, []any) {
+//
+// events, when it holds more than one, are the stored events f.Event names
+// (eventFamily), matched in place of f.Event.
+func deliveryWhere(dialect string, f store.DeliveryFilter, events []string, args []any) ([]string, []any) {
 	var where []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -249,7 +252,14 @@ func deliveryWhere(dialect string, f store.DeliveryFilter, args []any) ([]string
 	if f.ConnectionID != "" {
 		where = append(where, "connection_id = "+arg(f.ConnectionID))
 	}
-	if f.Event != "" {
+	switch {
+	case len(events) > 1:
+		in := make([]string, len(events))
+		for i, e := range events {
+			in[i] = arg(e)
+		}
+		where = append(where, "event IN ("+strings.Join(in, ", ")+")")
+	case f.Event != "":
 		where = append(where, "event = "+arg(f.Event))
 	}
 	if f.ExternalID != "" {
@@ -293,9 +303,32 @@ func partialIndexTerm(dialect string, where []string, term string) []string {
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // deliveryPage is the query of one page of f, newest first, reading no
-// further than stop when it is set.
-func deliveryPage(dialect, columns string, f store.DeliveryFilter, stop *store.DeliveryPosition) (string, []any) {
-	where, args := deliveryWhere(dialect, f, nil)
+// further than stop when it is set. events are the stored events f.Event
+// names (eventFamily): with more than one, the page is the newest of each
+// event's own page, each read in the order of idx_deliveries_event, so it
+// costs the page times the family's size in events, never its rows.
+func deliveryPage(dialect, columns string, f store.DeliveryFilter, events []string, stop *store.DeliveryPosition) (string, []any) {
+	if len(events) < 2 {
+		return deliveryPageOf(dialect, columns, f, stop, nil)
+	}
+	var branches []string
+	var args []any
+	for i, e := range events {
+		one := f
+		one.Event = e
+		var branch string
+		branch, args = deliveryPageOf(dialect, columns, one, stop, args)
+		branches = append(branches, fmt.Sprintf(`SELECT * FROM (%s) AS event%d`, branch, i))
+	}
+	args = append(args, f.Limit)
+	return `SELECT ` + columns + ` FROM (` + strings.Join(branches, ` UNION ALL `) + `) AS family` +
+		fmt.Sprintf(` ORDER BY received_at DESC, id DESC LIMIT $%d`, len(args)), args
+}
+
+// deliveryPageOf is the query of one page of f, its arguments numbered
+// from those already in args.
+func deliveryPageOf(dialect, columns string, f store.DeliveryFilter, stop *store.DeliveryPosition, args []any) (string, []any) {
+	where, args := deliveryWhere(dialect, f, nil, args)
 	if stop != nil {
 		t, id := fmt.Sprintf("$%d", len(args)+1), fmt.Sprintf("$%d", len(args)+2)
 		args = append(args, stop.ReceivedAt, stop.ID)
@@ -316,18 +349,60 @@ func deliveryPage(dialect, columns string, f store.DeliveryFilter, stop *store.D
 	return query + fmt.Sprintf(` ORDER BY received_at DESC, id DESC LIMIT $%d`, len(args)), args
 }
 
+// eventFamilyQuery finds the distinct events in [$1, $2) as a skip scan of
+// idx_deliveries_event: one probe per event, never its rows. The column
+// compares bytes on both dialects (COLLATE "C" on PostgreSQL, migration
+// 00016), as the range needs.
+const eventFamilyQuery = `WITH RECURSIVE family(event) AS (
+	SELECT MIN(event) FROM deliveries WHERE event >= $1 AND event < $2
+	UNION ALL
+	SELECT (SELECT MIN(event) FROM deliveries WHERE event > family.event AND event < $2)
+	FROM family WHERE family.event IS NOT NULL
+)
+SELECT event FROM family WHERE event IS NOT NULL`
+
+// eventFamily returns the stored events a filter's event names: itself and
+// its actions (event + "." + action, and theirs). They lie in [event,
+// event + "/"), '/' being the byte after '.', with the names that only
+// begin with the event's ("issues-x"; "issues_comment" lies beyond).
+// Without an event filter it returns nil.
+func (q queries) eventFamily(ctx context.Context, event string) ([]string, error) {
+	if event == "" {
+		return nil, nil
+	}
+	rows, err := q.ex.Query(ctx, eventFamilyQuery, event, event+"/")
+	if err != nil {
+		return nil, q.wrap("find the event's actions", err)
+	}
+	defer rows.Close()
+	var events []string
+	for rows.Next() {
+		var e string
+		if err := rows.Scan(&e); err != nil {
+			return nil, q.wrap("scan event", err)
+		}
+		if e == event || strings.HasPrefix(e, event+".") {
+			events = append(events, e)
+		}
+	}
+	return events, q.wrap("find the event's actions", rows.Err())
+}
+
 func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) (store.DeliveryPage, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var page store.DeliveryPage
+	events, err := q.eventFamily(ctx, f.Event)
+	if err != nil || (f.Event != "" && len(events) == 0) {
+		return page, err
+	}
 	var stop *store.DeliveryPosition
 	if f.ErrorContains != "" && f.ErrorScanLimit > 0 {
-		var err error
-		if stop, err = q.errorScanStop(ctx, f); err != nil {
+		if stop, err = q.errorScanStop(ctx, f, events); err != nil {
 			return page, err
 		}
 	}
-	query, args := deliveryPage(q.d.Dialect(), deliverySummaryColumns, f, stop)
+	query, args := deliveryPage(q.d.Dialect(), deliverySummaryColumns, f, events, stop)
 	rows, err := q.ex.Query(ctx, query, args...)
 	if err != nil {
 		return page, q.wrap("list deliveries", err)
@@ -350,10 +425,10 @@ func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) (st
 // page's other filters match, newest first, or nil when there are fewer:
 // the page then reads no further. It walks the partial index of rows
 // holding an error (idx_deliveries_errors), and never the error texts.
-func (q queries) errorScanStop(ctx context.Context, f store.DeliveryFilter) (*store.DeliveryPosition, error) {
+func (q queries) errorScanStop(ctx context.Context, f store.DeliveryFilter, events []string) (*store.DeliveryPosition, error) {
 	scan := f
 	scan.ErrorContains = ""
-	where, args := deliveryWhere(q.d.Dialect(), scan, nil)
+	where, args := deliveryWhere(q.d.Dialect(), scan, events, nil)
 	where = append(where, "last_error IS NOT NULL")
 	args = append(args, f.ErrorScanLimit-1)
 	var p store.DeliveryPosition
@@ -675,10 +750,14 @@ func (q queries) RequeueDeliveries(ctx context.Context, r store.BulkRequeue) (st
 	var res store.BulkRequeueResult
 	f := r.Filter
 	f.BeforeID, f.BeforeReceivedAt = "", time.Time{}
+	events, err := q.eventFamily(ctx, f.Event)
+	if err != nil || (f.Event != "" && len(events) == 0) {
+		return res, err
+	}
 	var shown []string
 	for res.Matched < r.Max {
 		f.Limit = min(requeueBatch, r.Max-res.Matched)
-		ids, statuses, last, err := q.matchPage(ctx, f)
+		ids, statuses, last, err := q.matchPage(ctx, f, events)
 		if err != nil {
 			return res, err
 		}
@@ -707,17 +786,16 @@ func (q queries) RequeueDeliveries(ctx context.Context, r store.BulkRequeue) (st
 		f.BeforeReceivedAt, f.BeforeID = last.ReceivedAt, last.ID
 	}
 	res.Skipped = res.Matched - res.Requeued
-	var err error
 	res.Shown, err = q.deliveriesByID(ctx, shown)
 	return res, err
 }
 
 // matchPage reads the ids and statuses of one page of f, and its last row.
-func (q queries) matchPage(ctx context.Context, f store.DeliveryFilter) ([]string, []string, store.Delivery, error) {
+func (q queries) matchPage(ctx context.Context, f store.DeliveryFilter, events []string) ([]string, []string, store.Delivery, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var last store.Delivery
-	query, args := deliveryPage(q.d.Dialect(), `id, status, received_at`, f, nil)
+	query, args := deliveryPage(q.d.Dialect(), `id, status, received_at`, f, events, nil)
 	rows, err := q.ex.Query(ctx, query, args...)
 	if err != nil {
 		return nil, nil, last, q.wrap("match deliveries", err)
@@ -804,6 +882,12 @@ func (q queries) NextDeliveryDue(ctx context.Context) (time.Time, error) {
 
 // DeliveryPageQuery is the statement ListDeliveries runs for f (with no
 // error scan bound), for tests and benchmarks that look at its plan.
-func DeliveryPageQuery(dialect string, f store.DeliveryFilter) (string, []any) {
-	return deliveryPage(dialect, deliverySummaryColumns, f, nil)
+// events are the stored events f.Event names (nil: f.Event alone).
+func DeliveryPageQuery(dialect string, f store.DeliveryFilter, events []string) (string, []any) {
+	return deliveryPage(dialect, deliverySummaryColumns, f, events, nil)
 }
+
+// EventFamilyQuery is the statement that finds the stored events of an
+// event filter ($1 the event, $2 the event + "/"), for tests that look at
+// its plan.
+const EventFamilyQuery = eventFamilyQuery

@@ -40,6 +40,7 @@ var areas = []struct {
 	{"retention", retentionTests},
 	{"console sessions and inbox activity", consoleTests},
 	{"redelivery requests", redeliveryTests},
+	{"github installations", installationTests},
 }
 
 // Conformance runs the driver conformance suite on every dialect, each test

@@ -392,6 +392,20 @@ var filterSeeds = []filterSeed{
 	{"gh", "issues", store.DeliveryProcessing, "", "", 4 * time.Minute},
 	{"gl", "issues", store.DeliveryQueued, "", "", 5 * time.Minute},
 	{"gh", "pull_request", store.DeliveryQueued, "", "", 5 * time.Minute},
+	// Events with actions, and names that only begin like one: the event
+	// filter matches a family by its dot, never by a prefix.
+	{"gl", "issues.opened", store.DeliverySucceeded, "", "", 6 * time.Minute},
+	{"gl", "issues.closed", store.DeliveryIgnored, "", "", 6 * time.Minute},
+	{"gl", "issues.opened.draft", store.DeliverySucceeded, "", "", 7 * time.Minute},
+	{"gl", "issues-hook", store.DeliverySucceeded, "", "", 7 * time.Minute},
+	{"gl", "issues_comment.created", store.DeliverySucceeded, "", "", 8 * time.Minute},
+	{"gl", "issue", store.DeliverySucceeded, "", "", 8 * time.Minute},
+}
+
+// inEventFamily is the event filter's reference: the event itself and its
+// actions.
+func inEventFamily(event, filter string) bool {
+	return event == filter || strings.HasPrefix(event, filter+".")
 }
 
 // seedFilterDeliveries stores filterSeeds, takes each to its status through
@@ -464,7 +478,11 @@ func filterCases() []struct {
 		{"status", store.DeliveryFilter{Status: store.DeliveryFailed}, func(d store.Delivery) bool { return d.Status == store.DeliveryFailed }},
 		{"status without a match", store.DeliveryFilter{Status: "no-such-status"}, func(store.Delivery) bool { return false }},
 		{"connection", store.DeliveryFilter{ConnectionID: "gl"}, func(d store.Delivery) bool { return d.ConnectionID == "gl" }},
-		{"event", store.DeliveryFilter{Event: "issues"}, func(d store.Delivery) bool { return d.Event == "issues" }},
+		{"event and its actions", store.DeliveryFilter{Event: "issues"}, func(d store.Delivery) bool { return inEventFamily(d.Event, "issues") }},
+		{"event with an action", store.DeliveryFilter{Event: "issues.opened"},
+			func(d store.Delivery) bool { return inEventFamily(d.Event, "issues.opened") }},
+		{"event that begins others' names", store.DeliveryFilter{Event: "issue"}, func(d store.Delivery) bool { return d.Event == "issue" }},
+		{"event without a match", store.DeliveryFilter{Event: "issues."}, func(store.Delivery) bool { return false }},
 		{"received after (inclusive)", store.DeliveryFilter{ReceivedAfter: at(2 * time.Minute)},
 			func(d store.Delivery) bool { return !d.ReceivedAt.Before(at(2 * time.Minute)) }},
 		{"received before (inclusive)", store.DeliveryFilter{ReceivedBefore: at(time.Minute)},
@@ -488,7 +506,7 @@ func filterCases() []struct {
 			func(d store.Delivery) bool { return d.DeliveryKey == "f4" }},
 		{"connection, event and external id", store.DeliveryFilter{ConnectionID: "gh", Event: "issues", ExternalID: "github:x:issue:1"},
 			func(d store.Delivery) bool {
-				return d.ConnectionID == "gh" && d.Event == "issues" && d.OutcomeExternalID == "github:x:issue:1"
+				return d.ConnectionID == "gh" && inEventFamily(d.Event, "issues") && d.OutcomeExternalID == "github:x:issue:1"
 			}},
 	}
 }
@@ -582,6 +600,18 @@ func testRequeueDeliveries(t *testing.T, s store.Store) {
 	}
 	if after := stored(); !deliveriesEqual(after, all) {
 		t.Errorf("a dry run changed the inbox")
+	}
+	// An event matches its actions in a replay as in the list.
+	var issues []string
+	for _, d := range all {
+		if inEventFamily(d.Event, "issues") {
+			issues = append(issues, d.ID)
+		}
+	}
+	family, err := s.RequeueDeliveries(ctx, store.BulkRequeue{Filter: store.DeliveryFilter{Event: "issues"}, Max: 100, Show: 100, DryRun: true, Now: now})
+	must(t, err)
+	if got := ids(family.Shown); family.Matched != len(issues) || !slices.Equal(got, issues) {
+		t.Errorf("dry run of event issues matched %d %v, want %v", family.Matched, got, issues)
 	}
 
 	// Max: only the newest two matched.
@@ -697,6 +727,26 @@ func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
 		}
 	}
 
+	// An event naming several stored events (its actions) reads each
+	// one's page in the index's order and merges them (sorting at most a
+	// page per event); the events themselves are found by a skip scan of
+	// the index, one probe each.
+	family := []string{"issues", "issues.closed", "issues.opened"}
+	query, qargs := sqlstore.DeliveryPageQuery(s.Dialect(), store.DeliveryFilter{Event: "issues", Limit: 10}, family)
+	plan := explain(t, s, query, qargs)
+	if n := strings.Count(plan, "idx_deliveries_event"); n != len(family) {
+		t.Errorf("event family: plan reads idx_deliveries_event %d times, want %d:\n%s", n, len(family), plan)
+	}
+	for _, bad := range []string{"Seq Scan", "SCAN deliveries\n", "idx_deliveries_received"} {
+		if strings.Contains(plan+"\n", bad) {
+			t.Errorf("event family: plan has %q:\n%s", bad, plan)
+		}
+	}
+	plan = explain(t, s, sqlstore.EventFamilyQuery, []any{"issues", "issues/"})
+	if !strings.Contains(plan, "idx_deliveries_event") || strings.Contains(plan+"\n", "SCAN deliveries\n") || strings.Contains(plan, "Seq Scan") {
+		t.Errorf("event family: the events are not found in idx_deliveries_event:\n%s", plan)
+	}
+
 	// The backlog statuses read the index of due deliveries (and sort what
 	// it holds): never the inbox by received time.
 	for _, status := range []string{store.DeliveryQueued, store.DeliveryProcessing} {
@@ -712,7 +762,7 @@ func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
 	for range 1000 {
 		args = append(args, uuid.NewString())
 	}
-	plan := explain(t, s, sqlstore.RequeueBatchStatement(1000), args)
+	plan = explain(t, s, sqlstore.RequeueBatchStatement(1000), args)
 	if !strings.Contains(plan, "sqlite_autoindex_deliveries_1 (id=?)") && !strings.Contains(plan, "deliveries_pkey") {
 		t.Errorf("the batch requeue does not look its rows up by id:\n%s", plan)
 	}
@@ -750,7 +800,7 @@ func testPartialIndexReadPlans(t *testing.T, s *sqlstore.Store) {
 // explainDeliveryPage returns the plan of ListDeliveries' query for f.
 func explainDeliveryPage(t testing.TB, s *sqlstore.Store, f store.DeliveryFilter) string {
 	t.Helper()
-	query, args := sqlstore.DeliveryPageQuery(s.Dialect(), f)
+	query, args := sqlstore.DeliveryPageQuery(s.Dialect(), f, nil)
 	return explain(t, s, query, args)
 }
 
