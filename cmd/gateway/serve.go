@@ -334,6 +334,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	svc := tasks.NewService(st, logger, now)
 	projector := projection.New(st, lookupConn, logger, now)
 	projector.Metrics = m
+	projector.Apps = apps
 	api := tasks.NewAPI(svc, coord, projector, st, logger, now)
 	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{MaxInflightBodyBytes: inflight, Metrics: m})
 	applier := ingest.New(lookupConn, ads, coord, svc, st, logger, now)
@@ -347,6 +348,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	pruner.OnDeleted = m.RetentionDeleted
 	missed := recovery.New(st, lookupConn, logger, now)
 	missed.Metrics = m
+	missed.Apps = apps
 
 	deliveries := inbox.NewOperators(st, logger, now)
 	suppressions := ingest.NewSuppressions(st, logger)

@@ -25,6 +25,10 @@ type Hook struct {
 	Group string `yaml:"group"`
 	// ID is the provider's hook ID.
 	ID int64 `yaml:"id"`
+	// App is the GitHub App whose own hook this is. It is never
+	// configured: an App connection has the one hook (AppHook), whose ID
+	// recovery reads from the App's deliveries.
+	App int64 `yaml:"-"`
 }
 
 // Hook owner kinds (Hook.Owner).
@@ -33,10 +37,14 @@ const (
 	HookOrganization = "organization"
 	HookProject      = "project"
 	HookGroup        = "group"
+	HookApp          = "app"
 )
 
 // Owner names what the hook is configured on: its kind and its name.
 func (h Hook) Owner() (kind, name string) {
+	if h.App != 0 {
+		return HookApp, strconv.FormatInt(h.App, 10)
+	}
 	for _, o := range []struct{ kind, name string }{
 		{HookRepository, h.Repository}, {HookOrganization, h.Organization},
 		{HookProject, h.Project}, {HookGroup, h.Group},
@@ -48,8 +56,12 @@ func (h Hook) Owner() (kind, name string) {
 	return "", ""
 }
 
-// String is the hook as operators name it: "repository acme/api hook 123".
+// String is the hook as operators name it: "repository acme/api hook
+// 123", "GitHub App 42's hook".
 func (h Hook) String() string {
+	if h.App != 0 {
+		return "GitHub App " + strconv.FormatInt(h.App, 10) + "'s hook"
+	}
 	kind, name := h.Owner()
 	return kind + " " + name + " hook " + strconv.FormatInt(h.ID, 10)
 }
@@ -59,6 +71,15 @@ func (h Hook) String() string {
 var hookKinds = map[string][]string{
 	connectors.ProviderGitHub: {HookRepository, HookOrganization},
 	connectors.ProviderGitLab: {HookProject, HookGroup},
+}
+
+// RecoveryHooks are the hooks recovery reads: the configured ones, or a
+// GitHub App connection's own hook (its ID not yet known).
+func (c Connection) RecoveryHooks() []Hook {
+	if c.App != nil {
+		return []Hook{{App: c.App.ID}}
+	}
+	return c.Hooks
 }
 
 // RecoveryInterval is recover_every parsed; 0 when recovery does not run

@@ -37,7 +37,7 @@ type fakeRecovery struct {
 	bounded, unbounded int
 }
 
-var errNoToken = failure.New(failure.Invalid, `connection "gl": recovery needs api_token and hooks in its configuration (it has no api_token)`)
+var errNoToken = failure.New(failure.Invalid, `connection "gl": recovery needs api_token and hooks, or an app, in its configuration (it has no api_token)`)
 
 func (f *fakeRecovery) Recoverable(id string) error {
 	if id == "gl" {

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
+	gh "github.com/google/go-github/v62/github"
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/trackergateway/gateway/connectors"
@@ -39,6 +40,9 @@ type Projector struct {
 	now    func() time.Time
 	// HTTPClient is used for provider API calls.
 	HTTPClient *http.Client
+	// Apps are the GitHub App connections' credentials: their pull
+	// requests are read as the installation that covers the repository.
+	Apps *providerapi.GitHubApps
 	// Metrics, when set, counts the provider API requests.
 	Metrics *metrics.Metrics
 	// Interval is the idle poll period of Run.
@@ -150,7 +154,7 @@ func (p *Projector) consumeOutboxBatch(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		for _, r := range rows {
-			if conn, ok := p.conns(r.ConnectionID); ok && conn.APIToken != "" && r.LastSyncedAt == nil && r.NextSyncAt == nil {
+			if conn, ok := p.conns(r.ConnectionID); ok && conn.HasAPIAccess() && r.LastSyncedAt == nil && r.NextSyncAt == nil {
 				due := p.now()
 				r.NextSyncAt = &due
 				if err := p.st.UpdateProjectionSync(ctx, r); err != nil {
@@ -176,7 +180,7 @@ func (r *retryAfter) Unwrap() error { return r.err }
 
 func (p *Projector) refresh(ctx context.Context, row store.Projection) {
 	conn, ok := p.conns(row.ConnectionID)
-	if !ok || conn.APIToken == "" {
+	if !ok || !conn.HasAPIAccess() {
 		row.NextSyncAt = nil
 		_ = p.st.UpdateProjectionSync(ctx, row)
 		return
@@ -265,20 +269,21 @@ func (p *Projector) fetch(ctx context.Context, conn config.Connection, row store
 }
 
 func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
-	client, err := providerapi.GitHubClient(p.HTTPClient, p.Metrics, conn)
-	if err != nil {
-		return row, err
-	}
 	owner, repo, ok := strings.Cut(row.Repository, "/")
 	if !ok {
 		return row, fmt.Errorf("repository %q is not owner/repo", row.Repository)
 	}
+	client, resp, err := p.githubClient(ctx, conn, owner, repo)
+	if err != nil {
+		return row, githubFailure(err, resp, p.now())
+	}
 	pr, resp, err := client.PullRequests.Get(ctx, owner, repo, int(row.Number))
 	if err != nil {
-		if d := providerapi.GitHubWait(err, resp, p.now()); d > 0 {
-			return row, &retryAfter{wait: d, err: err}
+		if app := p.Apps.For(conn.ID); app != nil {
+			// The App may have been uninstalled there, or installed anew.
+			app.Forget(owner, repo)
 		}
-		return row, err
+		return row, githubFailure(err, resp, p.now())
 	}
 	if pr.GetID() != row.ProviderID {
 		// The row's key is the payload's pull_request.id; never write the
@@ -306,6 +311,29 @@ func (p *Projector) fetchGitHub(ctx context.Context, conn config.Connection, row
 		out.ProviderUpdatedAt = &t
 	}
 	return out, nil
+}
+
+// githubClient is the client that reads owner/repo: the API token's, or
+// for a GitHub App connection the installation's that covers the
+// repository.
+func (p *Projector) githubClient(ctx context.Context, conn config.Connection, owner, repo string) (*gh.Client, *gh.Response, error) {
+	if app := p.Apps.For(conn.ID); app != nil {
+		return app.RepositoryClient(ctx, owner, repo, p.now())
+	}
+	if conn.App != nil {
+		return nil, nil, fmt.Errorf("connection %s: its GitHub App's credentials are not loaded", conn.ID)
+	}
+	client, err := providerapi.GitHubClient(p.HTTPClient, p.Metrics, conn)
+	return client, nil, err
+}
+
+// githubFailure is err, carrying the wait GitHub asked for when it asked
+// for one.
+func githubFailure(err error, resp *gh.Response, now time.Time) error {
+	if d := providerapi.GitHubWait(err, resp, now); d > 0 {
+		return &retryAfter{wait: d, err: err}
+	}
+	return err
 }
 
 func (p *Projector) fetchGitLab(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {

@@ -3,6 +3,7 @@ package recovery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,12 @@ type githubAPI struct {
 }
 
 func newGitHubAPI(r *Recoverer, conn config.Connection) (hookAPI, error) {
+	if app := r.Apps.For(conn.ID); app != nil {
+		return newGitHubAppAPI(r, app), nil
+	}
+	if conn.App != nil {
+		return nil, fmt.Errorf("its GitHub App's credentials are not loaded")
+	}
 	client, err := providerapi.GitHubClient(r.HTTPClient, r.Metrics, conn)
 	if err != nil {
 		return nil, err
@@ -68,16 +75,25 @@ func (g *githubAPI) page(ctx context.Context, hook config.Hook, cursor string) (
 	if err != nil {
 		return nil, "", err
 	}
+	return attemptsOf(page), nextCursor(resp), nil
+}
+
+// attemptsOf are GitHub's hook deliveries as attempts.
+func attemptsOf(page []*gh.HookDelivery) []attempt {
 	out := make([]attempt, 0, len(page))
 	for _, d := range page {
 		out = append(out, attempt{id: d.GetID(), guid: d.GetGUID(), deliveredAt: d.GetDeliveredAt().Time.UTC(),
 			statusCode: d.GetStatusCode(), event: d.GetEvent(), action: d.GetAction()})
 	}
-	next := ""
-	if resp != nil {
-		next = resp.Cursor
+	return out
+}
+
+// nextCursor is the cursor of the page after resp's, "" when none.
+func nextCursor(resp *gh.Response) string {
+	if resp == nil {
+		return ""
 	}
-	return out, next, nil
+	return resp.Cursor
 }
 
 func (g *githubAPI) redeliver(ctx context.Context, hook config.Hook, a attempt) error {

@@ -46,9 +46,13 @@ func (r *Recoverer) Hooks(ctx context.Context, connectionID string) ([]HookState
 	if err != nil {
 		return nil, err
 	}
-	out := make([]HookState, 0, len(conn.Hooks))
-	for _, h := range conn.Hooks {
-		st, err := api.state(ctx, h)
+	out := make([]HookState, 0, len(conn.RecoveryHooks()))
+	for _, h := range conn.RecoveryHooks() {
+		h, err := r.resolveHook(ctx, api, h)
+		var st HookState
+		if err == nil {
+			st, err = api.state(ctx, h)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -209,7 +209,10 @@ type Recoverer struct {
 	// HTTPClient calls the provider APIs (its Transport is wrapped to
 	// count requests in Metrics).
 	HTTPClient *http.Client
-	Metrics    *metrics.Metrics
+	// Apps are the GitHub App connections' credentials: an App's own hook
+	// is read and redelivered as the App.
+	Apps    *providerapi.GitHubApps
+	Metrics *metrics.Metrics
 	// MaxWait is the longest a provider may make a request wait (a
 	// Retry-After, a rate-limit reset); beyond it the run stops and
 	// reports what it did not finish. The API answers within its write
@@ -256,17 +259,17 @@ func (r *Recoverer) checkConnection(connectionID string) (config.Connection, fun
 	}
 	build, ok := r.apis[conn.Provider]
 	var missing []string
-	if conn.APIToken == "" {
+	if conn.APIToken == "" && conn.App == nil {
 		missing = append(missing, "api_token")
 	}
-	if len(conn.Hooks) == 0 {
+	if len(conn.RecoveryHooks()) == 0 {
 		missing = append(missing, "hooks")
 	}
 	switch {
 	case !ok:
 		return conn, nil, failure.New(failure.Invalid, "connection %q: %s retries deliveries by itself; there is nothing to recover", conn.ID, conn.Provider)
 	case len(missing) > 0:
-		return conn, nil, failure.New(failure.Invalid, "connection %q: recovery needs api_token and hooks in its configuration (it has no %s)",
+		return conn, nil, failure.New(failure.Invalid, "connection %q: recovery needs api_token and hooks, or an app, in its configuration (it has no %s)",
 			conn.ID, strings.Join(missing, " and no "))
 	}
 	return conn, build, nil
@@ -316,8 +319,11 @@ func (r *Recoverer) recover(ctx context.Context, connectionID string, opts Optio
 		res.Redelivered = new(int)
 	}
 	run := runBounds{since: r.now().Add(-opts.Since), deadline: r.now().Add(maxRun)}
-	for _, hook := range conn.Hooks {
-		err := r.recoverHook(runCtx, run, conn, api, hook, opts.DryRun, &res)
+	for _, hook := range conn.RecoveryHooks() {
+		hook, err := r.resolveHook(runCtx, api, hook)
+		if err == nil {
+			err = r.recoverHook(runCtx, run, conn, api, hook, opts.DryRun, &res)
+		}
 		if err == nil {
 			continue
 		}
@@ -341,6 +347,26 @@ func (r *Recoverer) recover(ctx context.Context, connectionID string, opts Optio
 		}
 	}
 	return res, nil
+}
+
+// ownHookAPI is a hook API whose hook is the provider's to name: a GitHub
+// App's own hook, whose ID is read from its deliveries.
+type ownHookAPI interface {
+	ownHook(ctx context.Context) (config.Hook, error)
+}
+
+// resolveHook is hook with what its API knows of it (an App hook's ID); a
+// failure to learn it is the provider's.
+func (r *Recoverer) resolveHook(ctx context.Context, api hookAPI, hook config.Hook) (config.Hook, error) {
+	own, ok := api.(ownHookAPI)
+	if !ok || hook.App == 0 {
+		return hook, nil
+	}
+	found, err := own.ownHook(ctx)
+	if err != nil {
+		return hook, &providerError{fmt.Errorf("find the App's hook: %w", err)}
+	}
+	return found, nil
 }
 
 // runBounds are a run's window and deadline.

@@ -310,7 +310,7 @@ func TestRecoverRefusals(t *testing.T) {
 		message string
 	}{
 		{"unknown connection", "nope", 0, failure.NotFound, "connection not found"},
-		{"no api_token", "no-token", 0, failure.Invalid, "recovery needs api_token and hooks in its configuration (it has no api_token)"},
+		{"no api_token", "no-token", 0, failure.Invalid, "recovery needs api_token and hooks, or an app, in its configuration (it has no api_token)"},
 		{"no hooks", "no-hooks", 0, failure.Invalid, "(it has no hooks)"},
 		{"neither", "neither", 0, failure.Invalid, "(it has no api_token and no hooks)"},
 		{"jira", "jira", 0, failure.Invalid, "jira retries deliveries by itself"},
