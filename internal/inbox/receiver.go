@@ -355,15 +355,24 @@ func EncodeHeaders(h http.Header, secretHeaders []string) (string, error) {
 	return string(b), nil
 }
 
-// removeSecretHeaders deletes from h every header named in secretHeaders or
-// alwaysSecretHeaders, whatever the case of its name in h (a row stored
-// before names were canonical keeps its own spelling).
+// removeSecretHeaders deletes from h every header named in secretHeaders
+// or alwaysSecretHeaders, whatever the case of its name in h (a row stored
+// before names were canonical keeps its own spelling). On the webhook path
+// every name is canonical already, so this is a map delete per secret
+// header.
 func removeSecretHeaders(h http.Header, secretHeaders []string) {
 	for name := range h {
-		secret := func(s string) bool { return strings.EqualFold(s, name) }
-		if slices.ContainsFunc(secretHeaders, secret) || slices.ContainsFunc(alwaysSecretHeaders, secret) {
+		if c := http.CanonicalHeaderKey(name); c != name &&
+			(slices.ContainsFunc(secretHeaders, func(s string) bool { return http.CanonicalHeaderKey(s) == c }) ||
+				slices.Contains(alwaysSecretHeaders, c)) {
 			delete(h, name)
 		}
+	}
+	for _, name := range secretHeaders {
+		delete(h, http.CanonicalHeaderKey(name))
+	}
+	for _, name := range alwaysSecretHeaders {
+		delete(h, name)
 	}
 }
 
