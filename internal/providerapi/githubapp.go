@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -96,7 +97,7 @@ type GitHubApp struct {
 	// api is the guarded client (guarded) every client of the App is
 	// made from: counted, held to the API's origin, answers bounded.
 	api  *http.Client
-	base string // the API base URL, without the trailing slash
+	base *url.URL // the API base URL (githubAPIBase)
 	jwt  *ghinstallation.AppsTransport
 
 	mu            sync.Mutex
@@ -116,19 +117,16 @@ type installationLookup struct {
 const installationTTL = time.Hour
 
 func newGitHubApp(conn config.Connection, key *rsa.PrivateKey, hc *http.Client, m *metrics.Metrics) (*GitHubApp, error) {
-	// GitHubClient's base URL for the connection; not its transport, which
-	// sets the API token (none here) on every request.
-	client, err := GitHubClient(hc, m, config.Connection{Host: conn.Host, APIURL: conn.APIURL})
+	base, err := githubAPIBase(conn)
 	if err != nil {
 		return nil, err
 	}
 	// The JWT and the installation tokens are set by transports above the
 	// guard, as a token connection's token is: the token exchange and every
 	// call stay on the API's origin, and answers are bounded.
-	api := guarded(hc, m, connectors.ProviderGitHub, client.BaseURL)
-	base := strings.TrimSuffix(client.BaseURL.String(), "/")
+	api := guarded(hc, m, connectors.ProviderGitHub, base)
 	jwt := ghinstallation.NewAppsTransportFromPrivateKey(api.Transport, conn.App.ID, key)
-	jwt.BaseURL = base
+	jwt.BaseURL = strings.TrimSuffix(base.String(), "/")
 	return &GitHubApp{connection: conn.ID, appID: conn.App.ID, api: api, base: base, jwt: jwt,
 		installations: map[int64]*ghinstallation.Transport{}, repositories: map[string]installationLookup{}}, nil
 }
@@ -143,7 +141,7 @@ func (a *GitHubApp) client(rt http.RoundTripper) *gh.Client {
 	hc := *a.api
 	hc.Transport = rt
 	c := gh.NewClient(&hc)
-	c.BaseURL, _ = c.BaseURL.Parse(a.base + "/")
+	c.BaseURL = a.base
 	return c
 }
 
@@ -158,7 +156,6 @@ func (a *GitHubApp) InstallationClient(id int64) *gh.Client {
 	tr, ok := a.installations[id]
 	if !ok {
 		tr = ghinstallation.NewFromAppsTransport(a.jwt, id)
-		tr.BaseURL = a.base
 		a.installations[id] = tr
 	}
 	return a.client(tr)

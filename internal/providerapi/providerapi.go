@@ -11,6 +11,7 @@ package providerapi
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -28,23 +29,14 @@ import (
 const MaxWait = 24 * time.Hour
 
 // GitHubClient is go-github's client for conn over hc, its requests
-// counted in m and guarded (guarded): api_url when set (used as given),
-// else GitHub Enterprise Server's https://<host>/api/v3/ for a host other
-// than github.com, else https://api.github.com/.
+// counted in m and guarded (guarded), at githubAPIBase.
 func GitHubClient(hc *http.Client, m *metrics.Metrics, conn config.Connection) (*gh.Client, error) {
-	raw := "https://api.github.com/"
-	switch {
-	case conn.APIURL != "":
-		raw = strings.TrimSuffix(conn.APIURL, "/") + "/"
-	case conn.Host != "" && !strings.EqualFold(conn.Host, "github.com"):
-		// GitHub Enterprise Server.
-		raw = "https://" + conn.Host + "/api/v3/"
-	}
-	base, err := apiBase(raw)
+	base, err := githubAPIBase(conn)
 	if err != nil {
 		return nil, err
 	}
 	client := gh.NewClient(guarded(hc, m, connectors.ProviderGitHub, base)).WithAuthToken(conn.APIToken)
+	raw := base.String()
 	if client.BaseURL.String() == raw {
 		return client, nil
 	}
@@ -55,6 +47,22 @@ func GitHubClient(hc *http.Client, m *metrics.Metrics, conn config.Connection) (
 	// without it.
 	client.BaseURL = base
 	return client, nil
+}
+
+// githubAPIBase is conn's REST API base URL, with its trailing slash:
+// api_url when set (used as given), else GitHub Enterprise Server's
+// https://<host>/api/v3/ for a host other than github.com, else
+// https://api.github.com/.
+func githubAPIBase(conn config.Connection) (*url.URL, error) {
+	raw := "https://api.github.com/"
+	switch {
+	case conn.APIURL != "":
+		raw = strings.TrimSuffix(conn.APIURL, "/") + "/"
+	case conn.Host != "" && !strings.EqualFold(conn.Host, "github.com"):
+		// GitHub Enterprise Server.
+		raw = "https://" + conn.Host + "/api/v3/"
+	}
+	return apiBase(raw)
 }
 
 // GitLabClient is client-go's client for conn over hc, its requests
