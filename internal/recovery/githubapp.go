@@ -19,6 +19,9 @@ import (
 type githubAppAPI struct {
 	*githubAPI
 	app *providerapi.GitHubApp
+	// newest is the hook's newest delivery once read (the API is built for
+	// one run or one hooks request): ownHook's, which state reuses.
+	newest *gh.HookDelivery
 }
 
 func newGitHubAppAPI(r *Recoverer, app *providerapi.GitHubApp) *githubAppAPI {
@@ -32,21 +35,15 @@ func newGitHubAppAPI(r *Recoverer, app *providerapi.GitHubApp) *githubAppAPI {
 // without an ID.
 func (g *githubAppAPI) ownHook(ctx context.Context) (config.Hook, error) {
 	hook := config.Hook{App: g.app.ID()}
-	var newest []*gh.HookDelivery
-	err := g.call(ctx, true, func() (*gh.Response, error) {
-		var resp *gh.Response
-		var err error
-		newest, resp, err = g.client.Apps.ListHookDeliveries(ctx, &gh.ListCursorOptions{PerPage: 1})
-		return resp, err
-	})
-	if err != nil || len(newest) == 0 {
+	newest, err := g.newestDelivery(ctx)
+	if err != nil || newest == nil {
 		return hook, err
 	}
 	var d *gh.HookDelivery
 	err = g.call(ctx, true, func() (*gh.Response, error) {
 		var resp *gh.Response
 		var err error
-		d, resp, err = g.client.Apps.GetHookDelivery(ctx, newest[0].GetID())
+		d, resp, err = g.client.Apps.GetHookDelivery(ctx, newest.GetID())
 		return resp, err
 	})
 	if err != nil {
@@ -62,7 +59,27 @@ func (g *githubAppAPI) ownHook(ctx context.Context) (config.Hook, error) {
 			}
 		}
 	}
-	return hook, fmt.Errorf("GitHub's delivery %d of App %d names no X-GitHub-Hook-ID", newest[0].GetID(), g.app.ID())
+	return hook, fmt.Errorf("GitHub's delivery %d of App %d names no X-GitHub-Hook-ID", newest.GetID(), g.app.ID())
+}
+
+// newestDelivery is the App hook's newest delivery, nil when GitHub holds
+// none; read once.
+func (g *githubAppAPI) newestDelivery(ctx context.Context) (*gh.HookDelivery, error) {
+	if g.newest != nil {
+		return g.newest, nil
+	}
+	var page []*gh.HookDelivery
+	err := g.call(ctx, true, func() (*gh.Response, error) {
+		var resp *gh.Response
+		var err error
+		page, resp, err = g.client.Apps.ListHookDeliveries(ctx, &gh.ListCursorOptions{PerPage: 1})
+		return resp, err
+	})
+	if err != nil || len(page) == 0 {
+		return nil, err
+	}
+	g.newest = page[0]
+	return g.newest, nil
 }
 
 func (g *githubAppAPI) page(ctx context.Context, hook config.Hook, cursor string) ([]attempt, string, error) {
@@ -93,7 +110,6 @@ func (g *githubAppAPI) redeliver(ctx context.Context, hook config.Hook, a attemp
 func (g *githubAppAPI) state(ctx context.Context, hook config.Hook) (HookState, error) {
 	var cfg *gh.HookConfig
 	var app *gh.App
-	var newest []*gh.HookDelivery
 	err := g.call(ctx, true, func() (*gh.Response, error) {
 		var resp *gh.Response
 		var err error
@@ -108,13 +124,9 @@ func (g *githubAppAPI) state(ctx context.Context, hook config.Hook) (HookState, 
 			return resp, err
 		})
 	}
+	var newest *gh.HookDelivery
 	if err == nil {
-		err = g.call(ctx, true, func() (*gh.Response, error) {
-			var resp *gh.Response
-			var err error
-			newest, resp, err = g.client.Apps.ListHookDeliveries(ctx, &gh.ListCursorOptions{PerPage: 1})
-			return resp, err
-		})
+		newest, err = g.newestDelivery(ctx)
 	}
 	if err != nil {
 		return HookState{}, err
@@ -123,9 +135,9 @@ func (g *githubAppAPI) state(ctx context.Context, hook config.Hook) (HookState, 
 	if st.Events == nil {
 		st.Events = []string{}
 	}
-	if len(newest) > 0 {
-		code := newest[0].GetStatusCode()
-		st.LastResponse = &LastResponse{Code: &code, Status: newest[0].GetStatus()}
+	if newest != nil {
+		code := newest.GetStatusCode()
+		st.LastResponse = &LastResponse{Code: &code, Status: newest.GetStatus()}
 	}
 	return st, nil
 }
