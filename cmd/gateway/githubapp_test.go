@@ -6,11 +6,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,24 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v4"
+	"github.com/trackergateway/gateway/internal/providerapi/githubapptest"
 )
 
 // testAppID is the GitHub App of the App connection in the tests.
 const testAppID = 4242
-
-// testAppKey is the App's private key (2048-bit RSA, generated once).
-var testAppKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-func testAppKeyPEM() string {
-	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(testAppKey())}))
-}
 
 // appConfig is the test configuration plus a GitHub App connection "gh-app"
 // in the same workspace as the github connection, its API at apiURL, its
@@ -128,7 +113,7 @@ func TestRefusedAppIsLoggedAtStart(t *testing.T) {
 		fmt.Fprint(w, `{"message": "Integration not found"}`)
 	}))
 	t.Cleanup(api.Close)
-	keyPEM := testAppKeyPEM()
+	keyPEM := githubapptest.KeyPEM()
 	cfg := appConfig(t, api.URL, writeKeyFile(t, keyPEM))
 	logs := startGateway(t, newDatabaseURL(t, "sqlite"), "--config", cfg).logs
 	poll(t, "the refused App's log line", waitTimeout, func() bool {
@@ -171,7 +156,7 @@ func newAppGitHub(t *testing.T) *appGitHub {
 		return func(w http.ResponseWriter, r *http.Request) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
-			if err := checkAppJWT(r.Header.Get("Authorization")); err != nil {
+			if err := githubapptest.CheckJWT(r.Header.Get("Authorization"), testAppID); err != nil {
 				a.refused = append(a.refused, r.URL.Path+": "+err.Error())
 				w.WriteHeader(http.StatusUnauthorized)
 				return
@@ -241,30 +226,6 @@ func newAppGitHub(t *testing.T) *appGitHub {
 	return a
 }
 
-// checkAppJWT checks a bearer JWT as GitHub does for the test App.
-func checkAppJWT(authorization string) error {
-	raw, ok := strings.CutPrefix(authorization, "Bearer ")
-	if !ok {
-		return errors.New("no bearer JWT")
-	}
-	var claims jwt.RegisteredClaims
-	if _, err := jwt.ParseWithClaims(raw, &claims, func(tok *jwt.Token) (any, error) {
-		if tok.Method != jwt.SigningMethodRS256 {
-			return nil, fmt.Errorf("alg %v, want RS256", tok.Header["alg"])
-		}
-		return &testAppKey().PublicKey, nil
-	}); err != nil {
-		return err
-	}
-	switch {
-	case claims.Issuer != fmt.Sprint(testAppID):
-		return fmt.Errorf("iss %q, want %d", claims.Issuer, testAppID)
-	case claims.ExpiresAt == nil || time.Until(claims.ExpiresAt.Time) > 10*time.Minute:
-		return fmt.Errorf("exp %v is more than ten minutes away", claims.ExpiresAt)
-	}
-	return nil
-}
-
 // add lists a delivery of the App's hook, answered with code.
 func (a *appGitHub) add(id int64, guid string, code int, body []byte) {
 	a.mu.Lock()
@@ -297,7 +258,7 @@ func TestGitHubAppEndToEnd(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		api := newAppGitHub(t)
-		g := startGateway(t, newDatabaseURL(t, dialect), "--config", appConfig(t, api.srv.URL, writeKeyFile(t, testAppKeyPEM())))
+		g := startGateway(t, newDatabaseURL(t, dialect), "--config", appConfig(t, api.srv.URL, writeKeyFile(t, githubapptest.KeyPEM())))
 		api.mu.Lock()
 		api.gateway = g.URL
 		api.mu.Unlock()

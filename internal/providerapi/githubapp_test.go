@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -22,24 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v4"
-
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/providerapi/githubapptest"
 )
-
-// appKey is one RSA key for the whole package's tests (2048 bits takes a
-// moment to generate).
-var appKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-func pkcs1PEM(k *rsa.PrivateKey) string {
-	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
-}
 
 func pkcs8PEM(t *testing.T, k any) string {
 	t.Helper()
@@ -57,7 +41,6 @@ func pkcs8PEM(t *testing.T, k any) string {
 type fakeGitHubApp struct {
 	t         *testing.T
 	appID     int64
-	key       *rsa.PublicKey
 	tokenLife time.Duration
 
 	mu        sync.Mutex
@@ -65,8 +48,8 @@ type fakeGitHubApp struct {
 	badJWTs   []string
 }
 
-func newFakeGitHubApp(t *testing.T, appID int64, key *rsa.PublicKey) (*fakeGitHubApp, *httptest.Server) {
-	f := &fakeGitHubApp{t: t, appID: appID, key: key, tokenLife: time.Hour, exchanges: map[int64]int{}}
+func newFakeGitHubApp(t *testing.T, appID int64) (*fakeGitHubApp, *httptest.Server) {
+	f := &fakeGitHubApp{t: t, appID: appID, tokenLife: time.Hour, exchanges: map[int64]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /app", func(w http.ResponseWriter, r *http.Request) {
 		if !f.checkJWT(w, r) {
@@ -105,12 +88,7 @@ func newFakeGitHubApp(t *testing.T, appID int64, key *rsa.PublicKey) (*fakeGitHu
 }
 
 func (f *fakeGitHubApp) checkJWT(w http.ResponseWriter, r *http.Request) bool {
-	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	err := errors.New("no bearer JWT")
-	if ok {
-		err = f.validJWT(raw)
-	}
-	if err != nil {
+	if err := githubapptest.CheckJWT(r.Header.Get("Authorization"), f.appID); err != nil {
 		f.mu.Lock()
 		f.badJWTs = append(f.badJWTs, err.Error())
 		f.mu.Unlock()
@@ -118,27 +96,6 @@ func (f *fakeGitHubApp) checkJWT(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
-}
-
-func (f *fakeGitHubApp) validJWT(raw string) error {
-	var claims jwt.RegisteredClaims
-	_, err := jwt.ParseWithClaims(raw, &claims, func(tok *jwt.Token) (any, error) {
-		if tok.Method != jwt.SigningMethodRS256 {
-			return nil, fmt.Errorf("alg %v, want RS256", tok.Header["alg"])
-		}
-		return f.key, nil
-	})
-	switch {
-	case err != nil:
-		return err
-	case claims.Issuer != strconv.FormatInt(f.appID, 10):
-		return fmt.Errorf("iss %q, want %d", claims.Issuer, f.appID)
-	case claims.ExpiresAt == nil || time.Until(claims.ExpiresAt.Time) > 10*time.Minute:
-		return fmt.Errorf("exp %v is more than ten minutes away", claims.ExpiresAt)
-	case claims.IssuedAt == nil || claims.IssuedAt.After(time.Now().Add(time.Minute)):
-		return fmt.Errorf("iat %v is in the future", claims.IssuedAt)
-	}
-	return nil
 }
 
 func (f *fakeGitHubApp) exchangesOf(id int64) int {
@@ -164,8 +121,8 @@ func loadApp(t *testing.T, conn config.Connection) *GitHubApp {
 // token per installation, and calls the repository API with that token.
 func TestGitHubAppJWTAndInstallationToken(t *testing.T) {
 	t.Parallel()
-	fake, srv := newFakeGitHubApp(t, 42, &appKey().PublicKey)
-	app := loadApp(t, appConnection(srv.URL+"/", config.App{ID: 42, PrivateKey: pkcs1PEM(appKey())}))
+	fake, srv := newFakeGitHubApp(t, 42)
+	app := loadApp(t, appConnection(srv.URL+"/", config.App{ID: 42, PrivateKey: githubapptest.KeyPEM()}))
 	ctx := context.Background()
 
 	slug, err := app.Check(ctx)
@@ -193,9 +150,9 @@ func TestGitHubAppJWTAndInstallationToken(t *testing.T) {
 // A token that expires within a minute is exchanged again before use.
 func TestGitHubAppRefreshesTokensBeforeExpiry(t *testing.T) {
 	t.Parallel()
-	fake, srv := newFakeGitHubApp(t, 42, &appKey().PublicKey)
+	fake, srv := newFakeGitHubApp(t, 42)
 	fake.tokenLife = 30 * time.Second
-	app := loadApp(t, appConnection(srv.URL, config.App{ID: 42, PrivateKey: pkcs1PEM(appKey())}))
+	app := loadApp(t, appConnection(srv.URL, config.App{ID: 42, PrivateKey: githubapptest.KeyPEM()}))
 	ctx := context.Background()
 	for range 2 {
 		if _, _, err := app.InstallationClient(7).PullRequests.Get(ctx, "acme", "api", 1); err != nil {
@@ -211,8 +168,8 @@ func TestGitHubAppRefreshesTokensBeforeExpiry(t *testing.T) {
 // error naming the App, at the check and at the token exchange.
 func TestGitHubAppRefused(t *testing.T) {
 	t.Parallel()
-	_, srv := newFakeGitHubApp(t, 42, &appKey().PublicKey)
-	app := loadApp(t, appConnection(srv.URL, config.App{ID: 43, PrivateKey: pkcs1PEM(appKey())}))
+	_, srv := newFakeGitHubApp(t, 42)
+	app := loadApp(t, appConnection(srv.URL, config.App{ID: 43, PrivateKey: githubapptest.KeyPEM()}))
 	ctx := context.Background()
 	if _, err := app.Check(ctx); err == nil || !strings.Contains(err.Error(), "GitHub refused App 43's credentials") {
 		t.Errorf("Check error = %v, want the App refused", err)
@@ -230,7 +187,7 @@ func TestGitHubAppRefused(t *testing.T) {
 func TestLoadAppKey(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	pkcs1 := pkcs1PEM(appKey())
+	pkcs1 := githubapptest.KeyPEM()
 	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +207,7 @@ func TestLoadAppKey(t *testing.T) {
 		wantErr []string // nil: loads
 	}{
 		{name: "PKCS #1 file", app: config.App{ID: 1, PrivateKeyFile: write("app.pem", pkcs1)}},
-		{name: "PKCS #8 inline", app: config.App{ID: 1, PrivateKey: pkcs8PEM(t, appKey())}},
+		{name: "PKCS #8 inline", app: config.App{ID: 1, PrivateKey: pkcs8PEM(t, githubapptest.Key())}},
 		{name: "line breaks folded into spaces", app: config.App{ID: 1, PrivateKey: strings.Join(strings.Fields(strings.ReplaceAll(pkcs1, "-----\n", "----- ")), " ")}},
 		{name: "literal \\n", app: config.App{ID: 1, PrivateKey: strings.ReplaceAll(pkcs1, "\n", `\n`)}},
 		{name: "missing file", app: config.App{ID: 1, PrivateKeyFile: filepath.Join(dir, "absent.pem")},
@@ -293,7 +250,7 @@ func TestLoadAppKey(t *testing.T) {
 // handlers above.
 func TestFakeGitHubAppAnswersJSON(t *testing.T) {
 	t.Parallel()
-	_, srv := newFakeGitHubApp(t, 42, &appKey().PublicKey)
+	_, srv := newFakeGitHubApp(t, 42)
 	resp, err := http.Get(srv.URL + "/repos/acme/api/pulls/1")
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +274,7 @@ func TestGitHubAppRedirectToAnotherHostIsRefused(t *testing.T) {
 		mu.Unlock()
 	}))
 	t.Cleanup(other.Close)
-	fake, srv := newFakeGitHubApp(t, 42, &appKey().PublicKey)
+	fake, srv := newFakeGitHubApp(t, 42)
 	_ = fake
 	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/app" || strings.HasPrefix(r.URL.Path, "/repos/acme/api/pulls/") {
@@ -337,7 +294,7 @@ func TestGitHubAppRedirectToAnotherHostIsRefused(t *testing.T) {
 		_, _ = io.Copy(w, resp.Body)
 	}))
 	t.Cleanup(redirecting.Close)
-	app := loadApp(t, appConnection(redirecting.URL, config.App{ID: 42, PrivateKey: pkcs1PEM(appKey())}))
+	app := loadApp(t, appConnection(redirecting.URL, config.App{ID: 42, PrivateKey: githubapptest.KeyPEM()}))
 	ctx := context.Background()
 	if _, err := app.Check(ctx); !errors.Is(err, ErrForeignHost) {
 		t.Errorf("Check error = %v, want ErrForeignHost", err)

@@ -1,10 +1,6 @@
 package recovery
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,17 +12,10 @@ import (
 
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/providerapi"
+	"github.com/trackergateway/gateway/internal/providerapi/githubapptest"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/storetest"
 )
-
-var appKeyPEM = sync.OnceValue(func() string {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
-})
 
 // An App's hook is recovered under the hook ID its deliveries carry; when
 // GitHub names none, the run says so and asks for nothing, and an App
@@ -70,7 +59,7 @@ func TestRecoverGitHubAppHook(t *testing.T) {
 			}))
 			t.Cleanup(srv.Close)
 			conn := config.Connection{ID: "gh-app", Provider: "github", Host: "github.com", APIURL: srv.URL + "/",
-				App: &config.App{ID: 42, PrivateKey: appKeyPEM()}}
+				App: &config.App{ID: 42, PrivateKey: githubapptest.KeyPEM()}}
 			apps, err := providerapi.LoadGitHubApps([]config.Connection{conn}, http.DefaultClient, nil, os.ReadFile)
 			if err != nil {
 				t.Fatal(err)
