@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,11 +38,7 @@ func appConfig(t *testing.T, apiURL, keyFile string) string {
     api_url: %s/
     app: {id: %d, private_key_file: %s}
 `, githubAppSecret, apiURL, testAppID, keyFile)
-	path := filepath.Join(t.TempDir(), "app.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeTempFile(t, "app.yaml", cfg)
 }
 
 // githubAppSecret is the App's webhook secret.
@@ -51,11 +46,7 @@ const githubAppSecret = "e2e-github-app-webhook-secret"
 
 func writeKeyFile(t *testing.T, text string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "app.pem")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeTempFile(t, "app.pem", text)
 }
 
 // A key that does not load stops the start before anything is generated,

@@ -145,8 +145,16 @@ func withQuery(url, key, value string) string {
 
 func writeConfig(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "gateway.yaml")
-	if err := os.WriteFile(path, []byte(testConfig), 0o600); err != nil {
+	return writeTempFile(t, "gateway.yaml", testConfig)
+}
+
+// writeTempFile writes text to a file name in a new temporary directory,
+// readable by its owner only (configurations and keys), and returns its
+// path.
+func writeTempFile(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

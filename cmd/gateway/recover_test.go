@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -115,11 +113,7 @@ func recoverConfig(t *testing.T, githubAPI, gitlabAPI string) string {
       - {project: acme/api, id: %d}
 `, gitlabAPI, recoverToken, recoverHookID), 1)
 	}
-	path := filepath.Join(t.TempDir(), "recover.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeTempFile(t, "recover.yaml", cfg)
 }
 
 // TestRecoverMissedDelivery: a delivery GitHub failed to make while the
