@@ -1,9 +1,6 @@
 package config
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestConnectionAppKeys(t *testing.T) {
 	t.Parallel()
@@ -40,22 +37,10 @@ connections:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := Parse([]byte(tc.text), env(map[string]string{"KEY": "-----BEGIN RSA PRIVATE KEY----- abc -----END RSA PRIVATE KEY-----"}))
-			if tc.wantErr != nil {
-				if err == nil {
-					t.Fatalf("Parse succeeded, want an error containing %q", tc.wantErr)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not contain %q", err, w)
-					}
-				}
+			cn, ok := parseConnection(t, tc.text, map[string]string{"KEY": "-----BEGIN RSA PRIVATE KEY----- abc -----END RSA PRIVATE KEY-----"}, tc.wantErr)
+			if !ok {
 				return
 			}
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			cn, _ := c.Connection("conn")
 			switch {
 			case (cn.App == nil) != (tc.wantApp == nil):
 				t.Fatalf("app = %+v, want %+v", cn.App, tc.wantApp)

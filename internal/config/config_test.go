@@ -401,22 +401,10 @@ connections:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := Parse([]byte(tc.text), env(nil))
-			if tc.wantErr != nil {
-				if err == nil {
-					t.Fatalf("Parse succeeded, want an error containing %q", tc.wantErr)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not contain %q", err, w)
-					}
-				}
+			cn, ok := parseConnection(t, tc.text, nil, tc.wantErr)
+			if !ok {
 				return
 			}
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			cn, _ := c.Connection("conn")
 			if cn.APIURL != tc.wantURL {
 				t.Errorf("api_url = %q, want %q", cn.APIURL, tc.wantURL)
 			}
@@ -428,4 +416,28 @@ connections:
 			}
 		})
 	}
+}
+
+// parseConnection parses text and returns its connection "conn"; with
+// wantErr (substrings of the error) it checks the error instead and
+// reports false.
+func parseConnection(t *testing.T, text string, vars map[string]string, wantErr []string) (Connection, bool) {
+	t.Helper()
+	c, err := Parse([]byte(text), env(vars))
+	if wantErr != nil {
+		if err == nil {
+			t.Fatalf("Parse succeeded, want an error containing %q", wantErr)
+		}
+		for _, w := range wantErr {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not contain %q", err, w)
+			}
+		}
+		return Connection{}, false
+	}
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	cn, _ := c.Connection("conn")
+	return cn, true
 }
