@@ -1,6 +1,6 @@
 // Package connectors turns provider webhook deliveries into normalized
 // events: the provider-neutral Event, the Adapter contract, signatures and
-// references. Provider packages (github, gitlab, jira) only verify, parse
+// references. Provider packages (github, gitlab, jira, gitea) only verify, parse
 // and map, and package providers registers them; nothing under connectors/
 // touches SQL or imports the gateway's internal packages. Applying events to
 // tasks is internal/ingest's.
@@ -17,6 +17,8 @@ const (
 	ProviderGitHub = "github"
 	ProviderGitLab = "gitlab"
 	ProviderJira   = "jira"
+	// ProviderGitea also serves Forgejo, which sends Gitea's webhooks.
+	ProviderGitea = "gitea"
 )
 
 // Entity kinds, as used in external IDs and task sources.
@@ -131,7 +133,7 @@ type InstallationChange struct {
 	At time.Time
 }
 
-// Contribution is a pull request (GitHub) or merge request (GitLab) as the
+// Contribution is a pull request (GitHub, Gitea) or merge request (GitLab) as the
 // webhook payload describes it.
 type Contribution struct {
 	Kind       string // pull_request | merge_request
@@ -158,7 +160,7 @@ type Contribution struct {
 // Reference points at an issue by its human reference, which is how PRs name
 // issues; it is matched against task sources (Source.Ref).
 type Reference struct {
-	Provider string // github | gitlab | jira
+	Provider string // github | gitlab | jira | gitea
 	Ref      string // owner/repo#12, group/project#4, PROJ-12 (always fully qualified)
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // This file holds the extraction of issue references from pull/merge request
-// text: GitHub and GitLab closing keywords ("Fixes #12") and Jira issue keys
+// text: GitHub (and Gitea) and GitLab closing keywords ("Fixes #12") and Jira issue keys
 // ("PROJ-12"). References are always fully qualified so that they can be
 // matched against task sources (Source.Ref) without further context.
 
@@ -45,6 +45,15 @@ var (
 // repository written in another case; host is the connection's host, the only
 // one accepted in URLs.
 func GitHubClosingReferences(text, host, repo string) []Reference {
+	return OwnerRepoClosingReferences(ProviderGitHub, text, host, repo)
+}
+
+// OwnerRepoClosingReferences is GitHubClosingReferences for any provider
+// whose issues are "owner/repo#N" with GitHub's keywords and issue URLs:
+// GitHub itself, and Gitea and Forgejo, whose default closing keywords and
+// https://<host>/owner/repo/issues/N URLs are the same. The references name
+// provider.
+func OwnerRepoClosingReferences(provider, text, host, repo string) []Reference {
 	return closingReferences(text, githubKeyword, func(rest string) (string, int, bool) {
 		m := githubRef.FindStringSubmatch(rest)
 		if m == nil {
@@ -67,7 +76,7 @@ func GitHubClosingReferences(text, host, repo string) []Reference {
 			return "", len(m[0]), true
 		}
 		return ref, len(m[0]), true
-	}, ProviderGitHub, false)
+	}, provider, false)
 }
 
 // GitLabClosingReferences returns the issues that text closes with GitLab's

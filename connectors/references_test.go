@@ -58,6 +58,34 @@ func TestGitHubClosingReferences(t *testing.T) {
 	}
 }
 
+// Gitea and Forgejo close issues with GitHub's keywords and issue URLs; the
+// references name the provider they were parsed for.
+func TestOwnerRepoClosingReferencesNamesTheProvider(t *testing.T) {
+	t.Parallel()
+	const host, repo = "gitea.example.com", "test/repo"
+	tests := []struct {
+		name     string
+		provider string
+		text     string
+		want     []string
+	}{
+		{"gitea", ProviderGitea, "fixes #2, Closes other/repo#3 resolves https://gitea.example.com/test/repo/issues/4",
+			[]string{"test/repo#2", "other/repo#3", "test/repo#4"}},
+		{"gitea URL of another host", ProviderGitea, "closes https://codeberg.org/test/repo/issues/4", nil},
+		{"github", ProviderGitHub, "Fixes #1", []string{"test/repo#1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := OwnerRepoClosingReferences(tt.provider, tt.text, host, repo)
+			want := refs(tt.provider, tt.want...)
+			if !slices.Equal(got, want) {
+				t.Errorf("OwnerRepoClosingReferences(%q, %q) = %v, want %v", tt.provider, tt.text, got, want)
+			}
+		})
+	}
+}
+
 func TestGitLabClosingReferences(t *testing.T) {
 	t.Parallel()
 	const host, project = "gitlab.example.com", "group/sub/project"
