@@ -319,13 +319,13 @@ func TestSendErrorsNameWhatToSet(t *testing.T) {
 		want     []string
 	}{
 		{"configured connection without the config", missingDB, []string{"--connection", "gh-main", "--file", issue}, 1,
-			[]string{`unknown connection "gh-main"`, "--config or GATEWAY_CONFIG", "github, gitlab, jira"}},
+			[]string{`unknown connection "gh-main"`, "--config or GATEWAY_CONFIG", "github, gitlab, jira, gitea"}},
 		{"no secret anywhere", missingDB, []string{"--connection", "github", "--file", issue}, 1,
 			[]string{"no secret for connection github", "GATEWAY_GITHUB_SECRET", "--secret", "GATEWAY_DATABASE_URL", "none.db"}},
 		{"unset variable in the config", map[string]string{"GATEWAY_CONFIG": cfg}, []string{"--connection", "github", "--file", issue}, 1,
 			[]string{"config " + cfg, "SEND_UNSET_SECRET"}},
 		{"connection not in the config", map[string]string{"GATEWAY_CONFIG": okCfg}, []string{"--connection", "gh-main", "--file", issue}, 1,
-			[]string{`connection "gh-main" is not in ` + okCfg, "github, gitlab, jira"}},
+			[]string{`connection "gh-main" is not in ` + okCfg, "github, gitlab, jira, gitea"}},
 		{"event not in the payload", missingDB, []string{"--connection", "github", "--secret", "s", "--file", unknownShape}, 1,
 			[]string{"cannot tell the github event from the payload", "--event", "X-GitHub-Event"}},
 		// The config's ${VAR} expand from send's environment: the secret is

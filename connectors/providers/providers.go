@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/gitea"
 	"github.com/trackergateway/gateway/connectors/github"
 	"github.com/trackergateway/gateway/connectors/gitlab"
 	"github.com/trackergateway/gateway/connectors/jira"
@@ -106,10 +107,23 @@ var registry = []Provider{
 		SignatureHeader:           jira.HeaderSignature,
 		DeliveryKeyHeader:         jira.HeaderIdentifier,
 	},
+	{
+		// Gitea and Forgejo are self-hosted: no default host.
+		Name:                      connectors.ProviderGitea,
+		Adapter:                   gitea.Adapter{},
+		ZeroConfigHostEnv:         "GATEWAY_GITEA_HOST",
+		ZeroConfigPlaceholderHost: "gitea.example.com",
+		SecretEnv:                 "GATEWAY_GITEA_SECRET",
+		EventHeader:               gitea.HeaderEvent,
+		EventFromPayload:          gitea.EventFromPayload,
+		SignatureHeader:           gitea.HeaderSignature,
+		DeliveryKeyHeader:         gitea.HeaderDelivery,
+		Projection:                &Projection{Table: "gitea_task_prs", ContributionKind: connectors.KindPullRequest},
+	},
 }
 
 // All returns every provider, always in the same order (GitHub, GitLab,
-// Jira). The slice is the caller's.
+// Jira, Gitea). The slice is the caller's.
 func All() []Provider { return slices.Clone(registry) }
 
 // Lookup returns the provider named name.

@@ -8,7 +8,7 @@ import (
 
 func TestAllIsInFixedOrder(t *testing.T) {
 	t.Parallel()
-	want := []string{"github", "gitlab", "jira"}
+	want := []string{"github", "gitlab", "jira", "gitea"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -91,6 +91,7 @@ func TestLookup(t *testing.T) {
 		{"github", "github_task_prs", true},
 		{"gitlab", "gitlab_task_mrs", true},
 		{"jira", "", true},
+		{"gitea", "gitea_task_prs", true},
 		{"GitHub", "", false},
 		{"bitbucket", "", false},
 		{"", "", false},
@@ -125,6 +126,8 @@ func TestZeroConfigHost(t *testing.T) {
 		{"jira", nil, "jira.example.com"},
 		{"jira", map[string]string{"GATEWAY_JIRA_SITE": ""}, "jira.example.com"},
 		{"jira", map[string]string{"GATEWAY_JIRA_SITE": "acme.atlassian.net"}, "acme.atlassian.net"},
+		{"gitea", nil, "gitea.example.com"},
+		{"gitea", map[string]string{"GATEWAY_GITEA_HOST": "codeberg.org"}, "codeberg.org"},
 	} {
 		p, _ := Lookup(tc.provider)
 		if got := p.ZeroConfigHost(env(tc.env)); got != tc.want {
