@@ -1,6 +1,6 @@
 // Package connectors turns provider webhook deliveries into normalized
 // events: the provider-neutral Event, the Adapter contract, signatures and
-// references. Provider packages (github, gitlab, jira, gitea) only verify, parse
+// references. Provider packages (github, gitlab, jira, gitea, linear) only verify, parse
 // and map, and package providers registers them; nothing under connectors/
 // touches SQL or imports the gateway's internal packages. Applying events to
 // tasks is internal/ingest's.
@@ -18,7 +18,8 @@ const (
 	ProviderGitLab = "gitlab"
 	ProviderJira   = "jira"
 	// ProviderGitea also serves Forgejo, which sends Gitea's webhooks.
-	ProviderGitea = "gitea"
+	ProviderGitea  = "gitea"
+	ProviderLinear = "linear"
 )
 
 // Entity kinds, as used in external IDs and task sources.
@@ -171,6 +172,10 @@ var (
 	// ErrUnsupportedSignature: e.g. GitHub's SHA-1 X-Hub-Signature without
 	// X-Hub-Signature-256; refused even though go-github would accept it.
 	ErrUnsupportedSignature = errors.New("unsupported signature method")
+	// ErrStaleTimestamp: the signature matched but the timestamp the
+	// provider signed inside the body is missing or too far from now (Linear's
+	// webhookTimestamp), so the delivery may be a captured one replayed.
+	ErrStaleTimestamp = errors.New("webhook timestamp outside the allowed window")
 )
 
 // ErrMalformedPayload wraps every parse failure: the delivery can never
@@ -199,4 +204,13 @@ type Adapter interface {
 	// Sign produces the headers a provider would send for body (used by
 	// `gateway send` and tests).
 	Sign(header http.Header, body []byte, secret []byte)
+}
+
+// Restamper is implemented by adapters whose provider signs a timestamp
+// inside the body and refuses old ones (Linear): a stored payload must be
+// restamped before Sign to be accepted again (gateway send).
+type Restamper interface {
+	// Restamp returns body with its signed timestamp set to now and every
+	// other member kept.
+	Restamp(body []byte, now time.Time) ([]byte, error)
 }

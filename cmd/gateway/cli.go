@@ -40,7 +40,7 @@ var sendUsage = usageText{
 	summary: "Signs a payload as the connection's provider would and posts it to the gateway. It finds the\n" +
 		"connection, its provider and its secret as serve does, with the same flags and environment: with a\n" +
 		"configuration file (--config or GATEWAY_CONFIG) the connection's provider and first secret (${VAR}\n" +
-		"expanded); without one the connection is a provider (github, gitlab, jira) whose secret is\n" +
+		"expanded); without one the connection is a provider (github, gitlab, jira, linear) whose secret is\n" +
 		"GATEWAY_<PROVIDER>_SECRET or the one the gateway generated in its database (--database-url or\n" +
 		"GATEWAY_DATABASE_URL). The event is read from the payload unless --event names it. With --wait it\n" +
 		"then follows the delivery (with the admin token) and prints its final status, the result the gateway\n" +
@@ -64,7 +64,7 @@ type sendFlags struct {
 func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
 	var f sendFlags
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	fs.StringVar(&f.conn, "connection", "", "connection id (zero-config: github, gitlab or jira)")
+	fs.StringVar(&f.conn, "connection", "", "connection id (zero-config: github, gitlab, jira or linear)")
 	fs.StringVar(&f.file, "file", "", "payload file (e.g. fixtures/github/issues.opened.json)")
 	fs.StringVar(&f.event, "event", "", "event header value (GitHub X-GitHub-Event, GitLab X-Gitlab-Event); default: read from the payload")
 	fs.StringVar(&f.target, "url", "", "gateway base URL (default: http:// and the listen address)")
@@ -99,6 +99,12 @@ func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 	provider, key, from, err := resolveSender(ctx, f, env)
 	if err != nil {
 		return err
+	}
+	if r, ok := provider.Adapter.(connectors.Restamper); ok {
+		// The provider refuses a stored payload's old signed timestamp.
+		if body, err = r.Restamp(body, time.Now()); err != nil {
+			return fmt.Errorf("restamp payload: %w", err)
+		}
 	}
 	h := http.Header{}
 	if provider.EventHeader != "" {

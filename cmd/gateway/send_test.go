@@ -135,6 +135,12 @@ func TestSendZeroConfig(t *testing.T) {
 			{"jira", "jira/webhook-issue-created.json", []*regexp.Regexp{
 				rx(`(?m)^delivery \S+ \(jira:issue_created\): succeeded — created \(action create\)$`),
 				rx(`(?m)^task TASK-4 "[^"]+" \(jira:jira\.example\.com:issue:\d+, id \S+\)$`)}},
+			// Linear refuses the fixture's old signed webhookTimestamp:
+			// send restamps it.
+			{"linear", "linear/issue.create.json", []*regexp.Regexp{
+				rx(`^202 Accepted `),
+				rx(`(?m)^delivery \S+ \(Issue\.create\): succeeded — created \(action create\)$`),
+				rx(`(?m)^task TASK-5 "Export fails for large workspaces" \(linear:linear-workspace:issue:539068e2-ae88-4d09-bd75-22eb4a59612f, id \S+\)$`)}},
 		} {
 			checkSend(t, env, tc, 0)
 		}

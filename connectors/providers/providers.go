@@ -13,6 +13,7 @@ import (
 	"github.com/trackergateway/gateway/connectors/github"
 	"github.com/trackergateway/gateway/connectors/gitlab"
 	"github.com/trackergateway/gateway/connectors/jira"
+	"github.com/trackergateway/gateway/connectors/linear"
 )
 
 // Provider describes one provider.
@@ -120,10 +121,23 @@ var registry = []Provider{
 		DeliveryKeyHeader:         gitea.HeaderDelivery,
 		Projection:                &Projection{Table: "gitea_task_prs", ContributionKind: connectors.KindPullRequest},
 	},
+	{
+		// The host is the workspace's URL key ("acme" of
+		// https://linear.app/acme); there is no public default.
+		Name:                      connectors.ProviderLinear,
+		Adapter:                   linear.Adapter{},
+		ZeroConfigHostEnv:         "GATEWAY_LINEAR_ORG",
+		ZeroConfigPlaceholderHost: "linear-workspace",
+		SecretEnv:                 "GATEWAY_LINEAR_SECRET",
+		EventHeader:               linear.HeaderEvent,
+		EventFromPayload:          linear.EventFromPayload,
+		SignatureHeader:           linear.HeaderSignature,
+		DeliveryKeyHeader:         linear.HeaderDelivery,
+	},
 }
 
 // All returns every provider, always in the same order (GitHub, GitLab,
-// Jira, Gitea). The slice is the caller's.
+// Jira, Gitea, Linear). The slice is the caller's.
 func All() []Provider { return slices.Clone(registry) }
 
 // Lookup returns the provider named name.

@@ -4,11 +4,14 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/trackergateway/gateway/connectors"
 )
 
 func TestAllIsInFixedOrder(t *testing.T) {
 	t.Parallel()
-	want := []string{"github", "gitlab", "jira", "gitea"}
+	want := []string{"github", "gitlab", "jira", "gitea", "linear"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -59,15 +62,23 @@ func TestEveryProviderIsComplete(t *testing.T) {
 				t.Fatalf("DeliveryKey with %s set = %q", p.DeliveryKeyHeader, got)
 			}
 
+			body := []byte("{}")
+			if r, ok := p.Adapter.(connectors.Restamper); ok {
+				// The provider signs a timestamp inside the body.
+				var err error
+				if body, err = r.Restamp(body, time.Now()); err != nil {
+					t.Fatalf("Restamp: %v", err)
+				}
+			}
 			signed := http.Header{}
-			p.Adapter.Sign(signed, []byte("{}"), []byte("secret"))
+			p.Adapter.Sign(signed, body, []byte("secret"))
 			if signed.Get(p.SignatureHeader) == "" {
 				t.Fatalf("Sign does not set %s", p.SignatureHeader)
 			}
 			if !slices.Contains(p.Adapter.SecretHeaders(), p.SignatureHeader) {
 				t.Fatalf("secret headers %v omit the signature header %s", p.Adapter.SecretHeaders(), p.SignatureHeader)
 			}
-			if err := p.Adapter.Verify(signed, []byte("{}"), [][]byte{[]byte("secret")}); err != nil {
+			if err := p.Adapter.Verify(signed, body, [][]byte{[]byte("secret")}); err != nil {
 				t.Fatalf("Verify of a signed request: %v", err)
 			}
 
@@ -92,6 +103,7 @@ func TestLookup(t *testing.T) {
 		{"gitlab", "gitlab_task_mrs", true},
 		{"jira", "", true},
 		{"gitea", "gitea_task_prs", true},
+		{"linear", "", true},
 		{"GitHub", "", false},
 		{"bitbucket", "", false},
 		{"", "", false},
@@ -128,6 +140,8 @@ func TestZeroConfigHost(t *testing.T) {
 		{"jira", map[string]string{"GATEWAY_JIRA_SITE": "acme.atlassian.net"}, "acme.atlassian.net"},
 		{"gitea", nil, "gitea.example.com"},
 		{"gitea", map[string]string{"GATEWAY_GITEA_HOST": "codeberg.org"}, "codeberg.org"},
+		{"linear", nil, "linear-workspace"},
+		{"linear", map[string]string{"GATEWAY_LINEAR_ORG": "acme"}, "acme"},
 	} {
 		p, _ := Lookup(tc.provider)
 		if got := p.ZeroConfigHost(env(tc.env)); got != tc.want {
