@@ -20,6 +20,8 @@ const (
 	glMRID       = "gitlab:" + gitlabHost + ":merge_request:99"
 	jiraIssueID  = "jira:" + jiraSite + ":issue:10040"
 	jiraIDT19ID  = "jira:" + jiraSite + ":issue:10303"
+	giteaIssueID = "gitea:" + giteaHost + ":issue:2"
+	giteaPRID    = "gitea:" + giteaHost + ":pull_request:12"
 )
 
 // taskWant is the expected content of a task.
@@ -44,6 +46,10 @@ var (
 		source: source{"gitlab", "issue", "gitlabhq/gitlab-test#23", "http://example.com/diaspora/issues/23"}}
 	glMRTask = taskWant{externalID: glMRID, title: "MS-Viewport", labels: []string{"API"},
 		source: source{"gitlab", "merge_request", "gitlabhq/gitlab-test!1", "http://example.com/diaspora/merge_requests/1"}}
+	giteaIssueTask = taskWant{externalID: giteaIssueID, title: "crash", description: "issue body",
+		source: source{"gitea", "issue", "test/repo#2", "http://localhost:3000/test/repo/issues/2"}}
+	giteaPRTask = taskWant{externalID: giteaPRID, title: "Fix bug", description: "fixes bug #2",
+		source: source{"gitea", "pull_request", "test/repo#12", "http://localhost:3000/test/repo/pulls/12"}}
 	jiraTask = taskWant{externalID: jiraIssueID, title: "Unit test summary",
 		description: "Unit test description, not that long", labels: []string{"test-label"},
 		source: source{"jira", "issue", "TES-41", "https://" + jiraSite + "/browse/TES-41"}}
@@ -120,6 +126,8 @@ var (
 	// pull_request.closed.merged.json's head branch names the Jira issue.
 	ghPRMerged = contribution{Provider: "github", Kind: "pull_request", Repository: "Codertocat/Hello-World", Number: 2,
 		HeadBranch: "TES-41-readme", BaseBranch: "master", State: "merged"}
+	giteaPR = contribution{Provider: "gitea", Kind: "pull_request", Repository: "test/repo", Number: 12,
+		HeadBranch: "test", BaseBranch: "master"}
 	glMR = contribution{Provider: "gitlab", Kind: "merge_request", Repository: "gitlabhq/gitlab-test", Number: 1,
 		HeadBranch: "ms-viewport", BaseBranch: "master"}
 )
@@ -399,6 +407,54 @@ var fixtureCases = []fixtureCase{
 			w.title = "Unit test summary 1"
 			w.description = "Unit test description, not that long, a little longer now"
 		}))},
+	// Gitea.
+	{fixture: "gitea/issues.opened.json", status: "succeeded", action: "create", check: onlyTaskIs(giteaIssueTask)},
+	{fixture: "gitea/issues.edited.json", before: []hookFn{fx("gitea/issues.opened.json")}, status: "succeeded", action: "update",
+		check: sameTask(giteaIssueTask.with(func(w *taskWant) { w.description = "issue body, with steps to reproduce" }))},
+	{fixture: "gitea/issues.label_updated.json", before: []hookFn{fx("gitea/issues.opened.json")}, status: "succeeded", action: "update",
+		check: sameTask(giteaIssueTask.with(func(w *taskWant) {
+			w.description, w.labels = "issue body, with steps to reproduce", []string{"bug"}
+		}))},
+	{fixture: "gitea/issues.closed.json", before: []hookFn{fx("gitea/issues.opened.json")}, status: "succeeded", action: "archive",
+		check: sameTask(giteaIssueTask.with(func(w *taskWant) {
+			w.description, w.labels, w.archived = "issue body, with steps to reproduce", []string{"bug"}, true
+		}))},
+	{fixture: "gitea/issues.reopened.json", before: []hookFn{fx("gitea/issues.opened.json"), fx("gitea/issues.closed.json")},
+		status: "succeeded", action: "unarchive", check: sameTask(giteaIssueTask.with(func(w *taskWant) {
+			w.description, w.labels = "issue body, with steps to reproduce", []string{"bug"}
+		}))},
+	{fixture: "gitea/issues.deleted.json", before: []hookFn{fx("gitea/issues.opened.json")}, status: "succeeded", action: "delete",
+		check: deletedAndSuppressed(giteaIssueID, "deleted at source")},
+	{fixture: "gitea/pull_request.opened.json", status: "succeeded", action: "create",
+		check: func(t *testing.T, g *gateway, d delivery, prior []delivery) {
+			onlyTaskIs(giteaPRTask)(t, g, d, prior)
+			checkContributions(t, g, d.taskID(), []contribution{giteaPR.state("open")})
+		}},
+	{fixture: "gitea/pull_request.opened.wip-title.json", status: "succeeded", action: "create",
+		check: func(t *testing.T, g *gateway, d delivery, prior []delivery) {
+			onlyTaskIs(giteaPRTask.with(func(w *taskWant) { w.title = "WIP: Fix bug" }))(t, g, d, prior)
+			checkContributions(t, g, d.taskID(), []contribution{giteaPR.state("open")})
+		}},
+	{fixture: "gitea/pull_request.closed.json", before: []hookFn{fx("gitea/pull_request.opened.json")},
+		status: "succeeded", action: "archive",
+		check: func(t *testing.T, g *gateway, d delivery, prior []delivery) {
+			sameTask(giteaPRTask.with(func(w *taskWant) { w.archived = true }))(t, g, d, prior)
+			checkContributions(t, g, d.taskID(), []contribution{giteaPR.state("closed")})
+		}},
+	// "Fixes #2" links it to the issue's task.
+	{fixture: "gitea/pull_request.closed.merged.json", before: []hookFn{fx("gitea/issues.opened.json")},
+		status: "succeeded", action: "link",
+		check: func(t *testing.T, g *gateway, d delivery, prior []delivery) {
+			sameTask(giteaIssueTask)(t, g, d, prior)
+			checkContributions(t, g, prior[0].taskID(), []contribution{giteaPR.state("merged")})
+		}},
+	{fixture: "gitea/push.json", status: "ignored", action: "ignore",
+		check: func(t *testing.T, g *gateway, d delivery, _ []delivery) {
+			if ts := g.tasks(t); len(ts) != 0 {
+				t.Errorf("tasks after a push = %v, want none", taskSummaries(ts))
+			}
+		}},
+
 	// IDT-19 has no task: the delete still records the suppression.
 	{fixture: "jira/webhook-issue-deleted.json", status: "succeeded", action: "delete",
 		check: deletedAndSuppressed(jiraIDT19ID, "deleted at source")},

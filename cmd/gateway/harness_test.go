@@ -23,9 +23,11 @@ import (
 	"time"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/gitea"
 	"github.com/trackergateway/gateway/connectors/github"
 	"github.com/trackergateway/gateway/connectors/gitlab"
 	"github.com/trackergateway/gateway/connectors/jira"
+	"github.com/trackergateway/gateway/connectors/linear"
 	"github.com/trackergateway/gateway/internal/store/storetest"
 )
 
@@ -36,10 +38,14 @@ const (
 	githubOld      = "e2e-github-secret-previous" // rotation: still accepted
 	gitlabSecret   = "e2e-gitlab-secret"
 	jiraSecret     = "e2e-jira-secret"
+	giteaSecret    = "e2e-gitea-secret"
+	linearSecret   = "e2e-linear-secret"
 
 	testWorkspace = "eng"
 	gitlabHost    = "gitlab.example.com"
 	jiraSite      = "some-instance-test.atlassian.net"
+	giteaHost     = "gitea.example.com"
+	linearOrg     = "acme"
 )
 
 // testConfig has one workspace and one connection per provider; the
@@ -72,6 +78,18 @@ connections:
     workspace: eng
     step: backlog
     secrets: ["` + jiraSecret + `"]
+  - id: gitea
+    provider: gitea
+    host: ` + giteaHost + `
+    workspace: eng
+    step: backlog
+    secrets: ["` + giteaSecret + `"]
+  - id: linear
+    provider: linear
+    host: ` + linearOrg + `
+    workspace: eng
+    step: backlog
+    secrets: ["` + linearSecret + `"]
 `
 
 // waitTimeout bounds every poll of the API.
@@ -81,9 +99,12 @@ var adaptersByConn = map[string]connectors.Adapter{
 	"github": github.Adapter{},
 	"gitlab": gitlab.Adapter{},
 	"jira":   jira.Adapter{},
+	"gitea":  gitea.Adapter{},
+	"linear": linear.Adapter{},
 }
 
-var secretsByConn = map[string]string{"github": githubSecret, "gitlab": gitlabSecret, "jira": jiraSecret}
+var secretsByConn = map[string]string{"github": githubSecret, "gitlab": gitlabSecret, "jira": jiraSecret,
+	"gitea": giteaSecret, "linear": linearSecret}
 
 // noEnv is the environment Main sees in-process: nothing, so the developer's
 // GATEWAY_* variables never leak into a test.
@@ -453,8 +474,8 @@ func (p *process) stop(t *testing.T) {
 
 // hook is one webhook delivery as a provider sends it.
 type hook struct {
-	Conn  string // connection ID: github | gitlab | jira
-	Event string // X-GitHub-Event / X-Gitlab-Event; unused for Jira
+	Conn  string // connection ID: github | gitlab | jira | gitea | linear
+	Event string // X-GitHub-Event / X-Gitlab-Event / X-Gitea-Event; unused for Jira and Linear
 	Body  []byte
 	// Key is the provider's delivery ID header (X-GitHub-Delivery,
 	// Idempotency-Key, X-Atlassian-Webhook-Identifier); empty: a fresh one
@@ -482,6 +503,15 @@ func (h hook) header(secret string) http.Header {
 	case "jira":
 		if h.Key != "" {
 			hd.Set("X-Atlassian-Webhook-Identifier", h.Key)
+		}
+	case "gitea":
+		hd.Set("X-Gitea-Event", h.Event)
+		if h.Key != "" {
+			hd.Set("X-Gitea-Delivery", h.Key)
+		}
+	case "linear":
+		if h.Key != "" {
+			hd.Set("Linear-Delivery", h.Key)
 		}
 	}
 	if a, ok := adaptersByConn[h.Conn]; ok {
@@ -518,6 +548,13 @@ func (g *gateway) postWebhook(conn string, header http.Header, body []byte) (int
 // send signs and posts h, returning the status and body.
 func (g *gateway) send(t *testing.T, h hook) (int, []byte) {
 	t.Helper()
+	if r, ok := adaptersByConn[h.Conn].(connectors.Restamper); ok {
+		// Linear signs a timestamp in the body and refuses an old one.
+		var err error
+		if h.Body, err = r.Restamp(h.Body, time.Now()); err != nil {
+			t.Fatalf("restamp: %v", err)
+		}
+	}
 	status, body, err := g.postWebhook(h.Conn, h.header(secretsByConn[h.Conn]), h.Body)
 	if err != nil {
 		t.Fatalf("post webhook to %s: %v", h.Conn, err)
@@ -573,7 +610,7 @@ func bodyHook(t testing.TB, conn, file string, body []byte) hook {
 	t.Helper()
 	h := hook{Conn: conn, Body: body}
 	switch conn {
-	case "github":
+	case "github", "gitea":
 		h.Event, _, _ = strings.Cut(file, ".")
 	case "gitlab":
 		var probe struct {

@@ -16,8 +16,11 @@ var recoverUsage = usageText{
 	summary: "Finds the webhook deliveries the connection's provider failed to make (every attempt failed and the\n" +
 		"inbox does not hold them) within --since (at most 72h: GitHub keeps three days) and asks the provider\n" +
 		"to redeliver each, once: the request is recorded before it is sent, so repeated runs and replicas\n" +
-		"never ask twice. Needs the connection's api_token and hooks. --dry-run lists what it would ask for and\n" +
-		"asks nothing. Runs through the operator API with the admin token.",
+		"never ask twice. Needs the connection's api_token and hooks (or a GitHub App). For a provider that\n" +
+		"keeps no delivery history (Gitea, Forgejo, Linear) it lists the items changed within --since instead\n" +
+		"and records each state the gateway does not have as a delivery, once per item and update; that needs\n" +
+		"api_token alone. --dry-run lists what it would do and does nothing. Runs through the operator API\n" +
+		"with the admin token.",
 	example: "gateway recover --connection gh-main --since 6h --dry-run",
 }
 
@@ -56,6 +59,10 @@ func recoveryTable(dryRun bool) func(io.Writer, recovery.Result) {
 }
 
 func printRecovery(w io.Writer, res recovery.Result, dryRun bool) {
+	if res.Method == recovery.MethodReconcile {
+		printReconciliation(w, res, dryRun)
+		return
+	}
 	verb, column := "redelivered", "REDELIVERED"
 	if dryRun {
 		verb, column = "would redeliver", "WOULD REDELIVER"
@@ -76,6 +83,27 @@ func printRecovery(w io.Writer, res recovery.Result, dryRun bool) {
 				d.DeliveredAt.Format(time.RFC3339), d.StatusCode, d.Asked(), request)
 		}
 	}
+	printUnfinished(w, res)
+}
+
+// printReconciliation prints a run that listed changed items: each state
+// the gateway did not have, by its delivery key.
+func printReconciliation(w io.Writer, res recovery.Result, dryRun bool) {
+	verb, column := "recorded", "RECORDED"
+	if dryRun {
+		verb, column = "would record", "WOULD RECORD"
+	}
+	fmt.Fprintf(w, "changed items %d, states missing %d, %s %d\n", res.Checked, res.Missing, verb, res.Count())
+	if len(res.Deliveries) > 0 {
+		fmt.Fprintf(w, "\nDELIVERY KEY\tEVENT\tUPDATED AT\t%s\tREQUEST\n", column)
+		for _, d := range res.Deliveries {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\n", d.GUID, d.Event, d.DeliveredAt.Format(time.RFC3339Nano), d.Asked(), d.Request)
+		}
+	}
+	printUnfinished(w, res)
+}
+
+func printUnfinished(w io.Writer, res recovery.Result) {
 	if len(res.Unfinished) > 0 {
 		fmt.Fprintln(w, "\nNOT FINISHED\tHOOK ID\tREASON\tERROR")
 		for _, u := range res.Unfinished {

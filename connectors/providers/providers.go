@@ -49,7 +49,63 @@ type Provider struct {
 	// Projection is the provider's PR/MR projection; nil when the provider
 	// has no pull or merge requests to project.
 	Projection *Projection
+	// Recovery is how deliveries the provider failed to make are found
+	// again (one of the Recover… kinds).
+	Recovery Recovery
+	// HookOwners are what the provider's hooks are configured on, the
+	// owner kinds of a connection's hooks (RecoverRedeliver only).
+	HookOwners []string
+	// Installations: the provider's App installations are recorded from
+	// its deliveries (Event.Installation) and shown.
+	Installations bool
+	// IssueKeys: the provider's issues are named by keys of the form
+	// TEAM-123 (Source.Ref). A key a pull request names
+	// (connectors.JiraKeyReferences) may be an issue of any such provider,
+	// so it is looked up among all of them (ReferenceProviders).
+	IssueKeys bool
 }
+
+// ReferenceProviders are the providers whose task a reference may name:
+// for an issue key, every provider with IssueKeys (Jira's and Linear's
+// keys look alike); otherwise the reference's own provider.
+func ReferenceProviders(ref connectors.Reference) []string {
+	p, ok := Lookup(ref.Provider)
+	if !ok || !p.IssueKeys {
+		return []string{ref.Provider}
+	}
+	var out []string
+	for _, q := range registry {
+		if q.IssueKeys {
+			out = append(out, q.Name)
+		}
+	}
+	return out
+}
+
+// Recovery is how a provider's missed deliveries are recovered.
+type Recovery string
+
+const (
+	// RecoverNone: the provider retries failed deliveries by itself (Jira).
+	RecoverNone Recovery = ""
+	// RecoverRedeliver: the provider keeps its hooks' recent delivery
+	// attempts and sends one again on request (GitHub, GitLab); recovery
+	// needs the hooks' IDs and an API token.
+	RecoverRedeliver Recovery = "redeliver"
+	// RecoverReconcile: the provider keeps no delivery history; recovery
+	// lists the items changed in the window through its API and feeds each
+	// state in as a delivery, once per item and update time. It needs an
+	// API token only.
+	RecoverReconcile Recovery = "reconcile"
+)
+
+// Hook owner kinds (HookOwners).
+const (
+	HookRepository   = "repository"
+	HookOrganization = "organization"
+	HookProject      = "project"
+	HookGroup        = "group"
+)
 
 // Projection describes a provider's PR/MR projection.
 type Projection struct {
@@ -86,6 +142,9 @@ var registry = []Provider{
 		SignatureHeader:   github.HeaderSignature256,
 		DeliveryKeyHeader: github.HeaderDelivery,
 		Projection:        &Projection{Table: "github_task_prs", ContributionKind: connectors.KindPullRequest},
+		Recovery:          RecoverRedeliver,
+		HookOwners:        []string{HookRepository, HookOrganization},
+		Installations:     true,
 	},
 	{
 		Name:              connectors.ProviderGitLab,
@@ -97,6 +156,8 @@ var registry = []Provider{
 		SignatureHeader:   gitlab.HeaderToken,
 		DeliveryKeyHeader: gitlab.HeaderIdempotencyKey,
 		Projection:        &Projection{Table: "gitlab_task_mrs", ContributionKind: connectors.KindMergeRequest},
+		Recovery:          RecoverRedeliver,
+		HookOwners:        []string{HookProject, HookGroup},
 	},
 	{
 		Name:                      connectors.ProviderJira,
@@ -107,6 +168,7 @@ var registry = []Provider{
 		EventFromPayload:          jira.EventFromPayload,
 		SignatureHeader:           jira.HeaderSignature,
 		DeliveryKeyHeader:         jira.HeaderIdentifier,
+		IssueKeys:                 true,
 	},
 	{
 		// Gitea and Forgejo are self-hosted: no default host.
@@ -120,6 +182,7 @@ var registry = []Provider{
 		SignatureHeader:           gitea.HeaderSignature,
 		DeliveryKeyHeader:         gitea.HeaderDelivery,
 		Projection:                &Projection{Table: "gitea_task_prs", ContributionKind: connectors.KindPullRequest},
+		Recovery:                  RecoverReconcile,
 	},
 	{
 		// The host is the workspace's URL key ("acme" of
@@ -133,6 +196,8 @@ var registry = []Provider{
 		EventFromPayload:          linear.EventFromPayload,
 		SignatureHeader:           linear.HeaderSignature,
 		DeliveryKeyHeader:         linear.HeaderDelivery,
+		Recovery:                  RecoverReconcile,
+		IssueKeys:                 true,
 	},
 }
 

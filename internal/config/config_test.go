@@ -109,14 +109,14 @@ func TestDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Default: %v", err)
 	}
-	if got, want := len(c.Connections), 3; got != want {
+	if got, want := len(c.Connections), len(providers.All()); got != want {
 		t.Fatalf("connections = %d, want %d", got, want)
 	}
 	jira, _ := c.Connection("jira")
 	if jira.Host != "acme.atlassian.net" {
 		t.Errorf("jira host = %q, want acme.atlassian.net", jira.Host)
 	}
-	if got, want := len(secrets), 3; got != want {
+	if got, want := len(secrets), len(providers.All()); got != want {
 		t.Errorf("secrets asked = %d, want %d", got, want)
 	}
 }
@@ -187,9 +187,9 @@ func TestProvidersAreTheRegistrys(t *testing.T) {
 		wantErr        string
 	}
 	tests := []providerCase{
-		{"bitbucket", "example.com", "", `provider "bitbucket" must be github, gitlab or jira`},
-		{"GitHub", "", "", `provider "GitHub" must be github, gitlab or jira`},
-		{"", "", "", `provider "" must be github, gitlab or jira`},
+		{"bitbucket", "example.com", "", `provider "bitbucket" must be github, gitlab, jira, gitea or linear`},
+		{"GitHub", "", "", `provider "GitHub" must be github, gitlab, jira, gitea or linear`},
+		{"", "", "", `provider "" must be github, gitlab, jira, gitea or linear`},
 		{"jira", "", "", "host is required for jira"},
 	}
 	for _, p := range providers.All() {

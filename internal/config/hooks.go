@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/providers"
 )
 
 // Hook is one provider webhook that posts to a connection: where it is
@@ -31,12 +31,13 @@ type Hook struct {
 	App int64 `yaml:"-"`
 }
 
-// Hook owner kinds (Hook.Owner).
+// Hook owner kinds (Hook.Owner): the registry's, and a GitHub App's own
+// hook.
 const (
-	HookRepository   = "repository"
-	HookOrganization = "organization"
-	HookProject      = "project"
-	HookGroup        = "group"
+	HookRepository   = providers.HookRepository
+	HookOrganization = providers.HookOrganization
+	HookProject      = providers.HookProject
+	HookGroup        = providers.HookGroup
 	HookApp          = "app"
 )
 
@@ -66,13 +67,6 @@ func (h Hook) String() string {
 	return kind + " " + name + " hook " + strconv.FormatInt(h.ID, 10)
 }
 
-// hookKinds are the owners each provider's hooks may have; a provider
-// absent here has no hooks recovery can read (Jira retries by itself).
-var hookKinds = map[string][]string{
-	connectors.ProviderGitHub: {HookRepository, HookOrganization},
-	connectors.ProviderGitLab: {HookProject, HookGroup},
-}
-
 // RecoveryHooks are the hooks recovery reads: the configured ones, or a
 // GitHub App connection's own hook (its ID not yet known).
 func (c Connection) RecoveryHooks() []Hook {
@@ -92,8 +86,12 @@ func (c Connection) RecoveryInterval() time.Duration {
 // validateRecovery checks hooks and recover_every, returning the key at
 // fault with the error.
 func (c Connection) validateRecovery() (key string, err error) {
-	kinds := hookKinds[c.Provider]
-	if len(c.Hooks) > 0 && kinds == nil {
+	p, _ := providers.Lookup(c.Provider)
+	kinds := p.HookOwners
+	switch {
+	case len(c.Hooks) > 0 && p.Recovery == providers.RecoverReconcile:
+		return "hooks", fmt.Errorf("hooks: %s keeps no delivery history to read; recovery lists the items changed through the API with api_token alone", c.Provider)
+	case len(c.Hooks) > 0 && kinds == nil:
 		return "hooks", fmt.Errorf("hooks: %s connections have none to recover (the provider retries by itself)", c.Provider)
 	}
 	seen := map[Hook]bool{}
@@ -126,7 +124,11 @@ func (c Connection) validateRecovery() (key string, err error) {
 			return "recover_every", fmt.Errorf("recover_every: %q is not a Go duration (e.g. 10m)", c.RecoverEvery)
 		case d < time.Minute:
 			return "recover_every", fmt.Errorf("recover_every: %s is shorter than a minute", c.RecoverEvery)
-		case c.App == nil && (c.APIToken == "" || len(c.Hooks) == 0):
+		case p.Recovery == providers.RecoverNone:
+			return "recover_every", fmt.Errorf("recover_every: %s retries deliveries by itself; there is nothing to recover", c.Provider)
+		case p.Recovery == providers.RecoverReconcile && c.APIToken == "":
+			return "recover_every", errors.New("recover_every needs api_token")
+		case p.Recovery == providers.RecoverRedeliver && c.App == nil && (c.APIToken == "" || len(c.Hooks) == 0):
 			return "recover_every", errors.New("recover_every needs api_token and hooks, or an app")
 		}
 	}

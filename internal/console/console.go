@@ -58,6 +58,8 @@ type Suppressions interface {
 // (ingest.Installations).
 type Installations interface {
 	List(ctx context.Context, connectionID string) ([]store.Installation, error)
+	// Recorded says whether the connection's provider has installations.
+	Recorded(connectionID string) bool
 }
 
 // Tasks are the task reads, scoped to what a principal may see (tasks.API).

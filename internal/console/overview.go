@@ -14,7 +14,10 @@ const recentFailuresShown = 5
 
 // connectionOverview is one connection's row of the overview.
 type connectionOverview struct {
-	ID             string
+	ID string
+	// Installations: the connection's provider has App installations to
+	// show.
+	Installations  bool
 	LastHour       statusCounts
 	LastDay        statusCounts
 	Pending        int64
@@ -89,7 +92,7 @@ func (c *Console) connectionOverviews(r *http.Request, now time.Time) ([]*connec
 		if o, ok := byID[id]; ok {
 			return o
 		}
-		o := &connectionOverview{ID: id}
+		o := &connectionOverview{ID: id, Installations: c.d.Installations.Recorded(id)}
 		byID[id] = o
 		out = append(out, o)
 		return o

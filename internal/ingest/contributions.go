@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -35,7 +36,7 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 		return out, nil
 	}
 	for _, ref := range c.References {
-		task, err := a.st.FindTaskBySourceRef(ctx, conn.Workspace, ref.Provider, ref.Ref)
+		task, err := a.referencedTask(ctx, conn, ref)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -89,6 +90,19 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 		}
 	}
 	return out, a.project(ctx, conn, c, out.TaskID)
+}
+
+// referencedTask is the task of the issue ref names, among the tasks of
+// every provider the reference may name (an issue key: Jira's or
+// Linear's).
+func (a *Applier) referencedTask(ctx context.Context, conn config.Connection, ref connectors.Reference) (store.Task, error) {
+	for _, provider := range providers.ReferenceProviders(ref) {
+		task, err := a.st.FindTaskBySourceRef(ctx, conn.Workspace, provider, ref.Ref)
+		if !errors.Is(err, store.ErrNotFound) {
+			return task, err
+		}
+	}
+	return store.Task{}, store.ErrNotFound
 }
 
 // followAssociation applies the event to the task the PR/MR is associated

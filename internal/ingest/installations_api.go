@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
@@ -91,4 +92,15 @@ func (s *Installations) List(ctx context.Context, connectionID string) ([]store.
 		return nil, failure.New(failure.NotFound, "connection not found")
 	}
 	return s.st.ListInstallations(ctx, connectionID)
+}
+
+// Recorded says whether the connection's provider has App installations
+// the gateway records (providers.Provider.Installations).
+func (s *Installations) Recorded(connectionID string) bool {
+	conn, ok := s.conns(connectionID)
+	if !ok {
+		return false
+	}
+	p, ok := providers.Lookup(conn.Provider)
+	return ok && p.Installations
 }

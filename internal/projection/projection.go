@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
+	"code.gitea.io/sdk/gitea"
 	gh "github.com/google/go-github/v62/github"
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
@@ -259,6 +260,7 @@ func delay(attempt int, err error) time.Duration {
 var apiFetchers = map[string]func(p *Projector, ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error){
 	connectors.ProviderGitHub: (*Projector).fetchGitHub,
 	connectors.ProviderGitLab: (*Projector).fetchGitLab,
+	connectors.ProviderGitea:  (*Projector).fetchGitea,
 }
 
 func (p *Projector) fetch(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
@@ -375,6 +377,59 @@ func (p *Projector) fetchGitLab(ctx context.Context, conn config.Connection, row
 	}
 	if mr.UpdatedAt != nil {
 		t := mr.UpdatedAt.UTC()
+		out.ProviderUpdatedAt = &t
+	}
+	return out, nil
+}
+
+func (p *Projector) fetchGitea(ctx context.Context, conn config.Connection, row store.Projection) (store.Projection, error) {
+	owner, repo, ok := strings.Cut(row.Repository, "/")
+	if !ok {
+		return row, fmt.Errorf("repository %q is not owner/repo", row.Repository)
+	}
+	client, err := providerapi.GiteaClient(p.HTTPClient, p.Metrics, conn)
+	if err != nil {
+		return row, err
+	}
+	client.SetContext(ctx)
+	pr, resp, err := client.GetPullRequest(owner, repo, row.Number)
+	if err != nil {
+		if resp != nil && resp.Response != nil {
+			if d := providerapi.WaitHeader(resp.Header, resp.StatusCode, p.now()); d > 0 {
+				return row, &retryAfter{wait: d, err: err}
+			}
+		}
+		return row, err
+	}
+	if pr.ID != row.ProviderID {
+		return row, fmt.Errorf("gitea answered pull request id %d for %s#%d, the row holds %d", pr.ID, row.Repository, row.Number, row.ProviderID)
+	}
+	out := row
+	out.URL, out.Title, out.Draft = pr.HTMLURL, pr.Title, pr.Draft
+	out.State, out.Merged = "open", pr.HasMerged
+	switch {
+	case pr.HasMerged:
+		out.State = "merged"
+	case pr.State == gitea.StateClosed:
+		out.State = "closed"
+	}
+	out.MergedAt = nil
+	if pr.Merged != nil {
+		t := pr.Merged.UTC()
+		out.MergedAt = &t
+	}
+	out.HeadBranch, out.BaseBranch, out.HeadSHA = "", "", ""
+	if pr.Head != nil {
+		out.HeadBranch, out.HeadSHA = pr.Head.Ref, pr.Head.Sha
+	}
+	if pr.Base != nil {
+		out.BaseBranch = pr.Base.Ref
+	}
+	if pr.Poster != nil {
+		out.Author = pr.Poster.UserName
+	}
+	if pr.Updated != nil {
+		t := pr.Updated.UTC()
 		out.ProviderUpdatedAt = &t
 	}
 	return out, nil

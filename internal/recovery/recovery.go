@@ -25,6 +25,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/metrics"
@@ -89,6 +90,12 @@ type Store interface {
 	ListRedeliveries(ctx context.Context, connectionID string, hookID int64, guids []string) (map[string]store.Redelivery, error)
 	AcquireJobLease(ctx context.Context, name, owner string, now, expires time.Time) (bool, error)
 	ReleaseJobLease(ctx context.Context, name, owner string) error
+
+	// Reconciliation records the changed items' states as deliveries.
+	InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]store.InsertedDelivery, error)
+	Notify(ctx context.Context, channel string) error
+	LookupTaskByExternalID(ctx context.Context, workspaceID, externalID string) (store.Task, error)
+	GetSuppression(ctx context.Context, workspaceID, externalID string) (store.Suppression, error)
 }
 
 // attempt is one delivery attempt as the provider lists it.
@@ -125,8 +132,26 @@ type Options struct {
 	DryRun bool
 }
 
+// How a run recovered (Result.Method).
+const (
+	// MethodRedeliver: the provider listed its hooks' delivery attempts
+	// and was asked to send the missing ones again.
+	MethodRedeliver = "redeliver"
+	// MethodReconcile: the provider listed the items changed in the
+	// window, and the states the gateway did not have were recorded as
+	// deliveries (reconcile.go).
+	MethodReconcile = "reconcile"
+)
+
 // Result is a run's answer (docs/design.md, "Missed deliveries").
 type Result struct {
+	// Method is how the connection's provider is recovered: redeliver or
+	// reconcile. Under reconcile, Checked counts the changed items
+	// listed, Missing the states the gateway did not have, Redelivered
+	// the ones this run recorded as deliveries, and each Delivery is one
+	// such state: GUID its delivery key, DeliveredAt the item's update
+	// time.
+	Method string `json:"method"`
 	// Checked counts the deliveries (GUIDs) the providers listed in the
 	// window.
 	Checked int `json:"checked"`
@@ -227,8 +252,10 @@ type Recoverer struct {
 
 	// timer waits between retries (backoff's; tests record the waits).
 	timer backoff.Timer
-	// apis builds a connection's hook API (tests may replace it).
-	apis map[string]func(r *Recoverer, conn config.Connection) (hookAPI, error)
+	// apis builds a connection's hook API, listers the change listing of
+	// a provider that keeps no delivery history (tests may replace them).
+	apis    map[string]func(r *Recoverer, conn config.Connection) (hookAPI, error)
+	listers map[string]func(r *Recoverer, conn config.Connection) (changeLister, error)
 }
 
 // New returns a Recoverer over the connections conns finds.
@@ -239,47 +266,62 @@ func New(st Store, conns func(id string) (config.Connection, bool), logger *slog
 		apis: map[string]func(r *Recoverer, conn config.Connection) (hookAPI, error){
 			connectors.ProviderGitHub: newGitHubAPI,
 			connectors.ProviderGitLab: newGitLabAPI,
+		},
+		listers: map[string]func(r *Recoverer, conn config.Connection) (changeLister, error){
+			connectors.ProviderGitea:  newGiteaLister,
+			connectors.ProviderLinear: newLinearLister,
 		}}
 }
 
 // Recoverable says why the connection cannot be recovered (unknown, of a
-// provider that retries by itself, without api_token or hooks), nil when
-// it can: the console shows it before anyone asks.
+// provider that retries by itself, without what its recovery needs), nil
+// when it can: the console shows it before anyone asks.
 func (r *Recoverer) Recoverable(connectionID string) error {
-	_, _, err := r.checkConnection(connectionID)
+	_, err := r.checkConnection(connectionID)
 	return err
 }
 
-// checkConnection finds the connection and its API builder, refusing a
-// connection that cannot be recovered.
-func (r *Recoverer) checkConnection(connectionID string) (config.Connection, func(*Recoverer, config.Connection) (hookAPI, error), error) {
+// checkConnection finds the connection, refusing one that cannot be
+// recovered.
+func (r *Recoverer) checkConnection(connectionID string) (config.Connection, error) {
 	conn, ok := r.conns(connectionID)
 	if !ok {
-		return conn, nil, failure.New(failure.NotFound, "connection not found")
+		return conn, failure.New(failure.NotFound, "connection not found")
 	}
-	build, ok := r.apis[conn.Provider]
-	var missing []string
-	if conn.APIToken == "" && conn.App == nil {
-		missing = append(missing, "api_token")
+	p, _ := providers.Lookup(conn.Provider)
+	switch p.Recovery {
+	case providers.RecoverReconcile:
+		if conn.APIToken == "" {
+			return conn, failure.New(failure.Invalid, "connection %q: recovery lists what %s changed through its API and needs api_token in its configuration", conn.ID, conn.Provider)
+		}
+		return conn, nil
+	case providers.RecoverRedeliver:
+		var missing []string
+		if conn.APIToken == "" && conn.App == nil {
+			missing = append(missing, "api_token")
+		}
+		if len(conn.RecoveryHooks()) == 0 {
+			missing = append(missing, "hooks")
+		}
+		if len(missing) > 0 {
+			return conn, failure.New(failure.Invalid, "connection %q: recovery needs api_token and hooks, or an app, in its configuration (it has no %s)",
+				conn.ID, strings.Join(missing, " and no "))
+		}
+		return conn, nil
 	}
-	if len(conn.RecoveryHooks()) == 0 {
-		missing = append(missing, "hooks")
-	}
-	switch {
-	case !ok:
-		return conn, nil, failure.New(failure.Invalid, "connection %q: %s retries deliveries by itself; there is nothing to recover", conn.ID, conn.Provider)
-	case len(missing) > 0:
-		return conn, nil, failure.New(failure.Invalid, "connection %q: recovery needs api_token and hooks, or an app, in its configuration (it has no %s)",
-			conn.ID, strings.Join(missing, " and no "))
-	}
-	return conn, build, nil
+	return conn, failure.New(failure.Invalid, "connection %q: %s retries deliveries by itself; there is nothing to recover", conn.ID, conn.Provider)
 }
 
-// hookAPIFor checks the connection can be recovered and builds its API.
+// hookAPIFor checks the connection can be recovered and builds its hook
+// API; a connection recovered by reconciliation has none (nil).
 func (r *Recoverer) hookAPIFor(connectionID string) (config.Connection, hookAPI, error) {
-	conn, build, err := r.checkConnection(connectionID)
+	conn, err := r.checkConnection(connectionID)
 	if err != nil {
 		return conn, nil, err
+	}
+	build, ok := r.apis[conn.Provider]
+	if !ok {
+		return conn, nil, nil
 	}
 	api, err := build(r, conn)
 	if err != nil {
@@ -312,13 +354,16 @@ func (r *Recoverer) recover(ctx context.Context, connectionID string, opts Optio
 	}
 	runCtx, cancel := context.WithTimeoutCause(ctx, maxRun, errRunDeadline)
 	defer cancel()
-	res := Result{Deliveries: []Delivery{}}
+	res := Result{Method: MethodRedeliver, Deliveries: []Delivery{}}
 	if opts.DryRun {
 		res.WouldRedeliver = new(int)
 	} else {
 		res.Redelivered = new(int)
 	}
 	run := runBounds{since: r.now().Add(-opts.Since), deadline: r.now().Add(maxRun)}
+	if build, ok := r.listers[conn.Provider]; ok && api == nil {
+		return r.recoverChanges(ctx, runCtx, run, conn, build, opts.DryRun, maxRun, res)
+	}
 	for _, hook := range conn.RecoveryHooks() {
 		hook, err := r.resolveHook(runCtx, api, hook)
 		if err == nil {
@@ -346,6 +391,35 @@ func (r *Recoverer) recover(ctx context.Context, connectionID string, opts Optio
 			break
 		}
 	}
+	return res, nil
+}
+
+// recoverChanges runs a reconciliation (reconcile.go) in the run's
+// context, reporting a stop as recover does a hook's.
+func (r *Recoverer) recoverChanges(ctx, runCtx context.Context, run runBounds, conn config.Connection,
+	build func(*Recoverer, config.Connection) (changeLister, error), dryRun bool, maxRun time.Duration, res Result) (Result, error) {
+	res.Method = MethodReconcile
+	lister, err := build(r, conn)
+	if err != nil {
+		return res, fmt.Errorf("connection %s api: %w", conn.ID, err)
+	}
+	err = r.reconcile(runCtx, run, conn, lister, dryRun, &res)
+	if err == nil {
+		return res, nil
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	reason := stopReason(runCtx, err)
+	if reason == "" {
+		return res, err
+	}
+	u := Unfinished{Hook: lister.source(), Reason: reason, Error: redact(err.Error(), conn.APIToken)}
+	if reason == StopDeadline && !errors.As(err, new(*stopError)) {
+		u.Error = fmt.Sprintf("the run's %s were up", maxRun)
+	}
+	res.Unfinished = append(res.Unfinished, u)
+	r.logger.Warn("recovery stopped before it finished", "connection", conn.ID, "reason", reason, "error", u.Error)
 	return res, nil
 }
 
@@ -405,39 +479,12 @@ func stopReason(runCtx context.Context, err error) string {
 }
 
 // listAttempts pages through the hook's delivery attempts made at or
-// after since, newest first, within the run's bounds: it stops at a
-// cursor it read already, after MaxPages pages and at the deadline,
-// returning what it read with the stopError.
+// after since, newest first, within the run's bounds (pageThrough).
 func (r *Recoverer) listAttempts(ctx context.Context, run runBounds, api hookAPI, hook config.Hook) ([]attempt, error) {
-	var out []attempt
-	seen := map[string]bool{}
-	cursor := ""
-	for pages := 0; ; pages++ {
-		switch {
-		case pages == r.MaxPages:
-			return out, &stopError{StopPageLimit, fmt.Sprintf("more than %d pages of deliveries in the window", r.MaxPages)}
-		case !r.now().Before(run.deadline):
-			return out, &stopError{StopDeadline, fmt.Sprintf("the run's time was up after %d pages", pages)}
-		}
-		seen[cursor] = true
-		page, next, err := api.page(ctx, hook, cursor)
-		if err != nil {
-			return out, err
-		}
-		for _, a := range page {
-			if a.deliveredAt.Before(run.since) {
-				return out, nil
-			}
-			out = append(out, a)
-		}
-		switch {
-		case next == "" || len(page) == 0:
-			return out, nil
-		case seen[next]:
-			return out, &stopError{StopRepeatedCursor, fmt.Sprintf("the provider gave a next page read already (after %d pages)", pages+1)}
-		}
-		cursor = next
+	page := func(ctx context.Context, _ time.Time, cursor string) ([]attempt, string, error) {
+		return api.page(ctx, hook, cursor)
 	}
+	return pageThrough(r, ctx, run, "deliveries", page, func(a attempt) bool { return !a.deliveredAt.Before(run.since) })
 }
 
 // providerError is a failure of the provider's API: the run reports it
