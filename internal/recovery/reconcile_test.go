@@ -95,7 +95,7 @@ var giteaRepo = map[string]any{"id": 7, "name": "api", "owner": "acme", "full_na
 func giteaIssue(id, number int64, title, state string, updated time.Time) map[string]any {
 	return map[string]any{"id": id, "number": number, "title": title, "body": "", "state": state,
 		"html_url": fmt.Sprintf("https://gitea.example.com/acme/api/issues/%d", number),
-		"labels": []any{map[string]any{"id": 1, "name": "bug"}}, "user": map[string]any{"id": 1, "login": "ana"},
+		"labels":   []any{map[string]any{"id": 1, "name": "bug"}}, "user": map[string]any{"id": 1, "login": "ana"},
 		"created_at": updated.Add(-time.Hour).Format(time.RFC3339), "updated_at": updated.Format(time.RFC3339),
 		"repository": giteaRepo}
 }
@@ -154,8 +154,8 @@ func TestReconcileGitea(t *testing.T) {
 		pull, pr := giteaPull(55, 9, "Fix the thing", true, t2)
 		gt.pulls["acme/api/pulls/9"] = pr
 		gt.issues = []map[string]any{
-			giteaIssue(11, 1, "new issue", "open", t1),       // missing
-			pull,                                             // missing: read whole
+			giteaIssue(11, 1, "new issue", "open", t1), // missing
+			pull, // missing: read whole
 			giteaIssue(12, 2, "held already", "open", t3),    // in the inbox under its key
 			giteaIssue(13, 3, "task is current", "open", t3), // its task has this state
 			giteaIssue(14, 4, "deleted here", "closed", t4),  // suppressed
@@ -330,9 +330,9 @@ func linearIssue(id, identifier, title, stateType string, updated time.Time) map
 	return map[string]any{"id": id, "identifier": identifier, "number": n, "title": title, "description": "",
 		"url": "https://linear.app/acme/issue/" + identifier, "createdAt": updated.Add(-time.Hour).Format(time.RFC3339Nano),
 		"updatedAt": updated.Format(time.RFC3339Nano), "archivedAt": nil,
-		"state": map[string]any{"id": "s1", "name": stateType, "type": stateType},
-		"team":  map[string]any{"id": "t1", "key": team, "name": team},
-		"labels": map[string]any{"nodes": []any{map[string]any{"id": "l1", "name": "bug"}}},
+		"state":       map[string]any{"id": "s1", "name": stateType, "type": stateType},
+		"team":        map[string]any{"id": "t1", "key": team, "name": team},
+		"labels":      map[string]any{"nodes": []any{map[string]any{"id": "l1", "name": "bug"}}},
 		"attachments": map[string]any{"nodes": []any{}}}
 }
 
