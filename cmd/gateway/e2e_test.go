@@ -22,6 +22,8 @@ const (
 	jiraIDT19ID  = "jira:" + jiraSite + ":issue:10303"
 	giteaIssueID = "gitea:" + giteaHost + ":issue:2"
 	giteaPRID    = "gitea:" + giteaHost + ":pull_request:12"
+	linearID     = "linear:" + linearOrg + ":issue:539068e2-ae88-4d09-bd75-22eb4a59612f"
+	linearENG124 = "linear:" + linearOrg + ":issue:8d7c6b5a-4f3e-4d2c-9b1a-0f9e8d7c6b5a"
 )
 
 // taskWant is the expected content of a task.
@@ -50,6 +52,12 @@ var (
 		source: source{"gitea", "issue", "test/repo#2", "http://localhost:3000/test/repo/issues/2"}}
 	giteaPRTask = taskWant{externalID: giteaPRID, title: "Fix bug", description: "fixes bug #2",
 		source: source{"gitea", "pull_request", "test/repo#12", "http://localhost:3000/test/repo/pulls/12"}}
+	linearTask = taskWant{externalID: linearID, title: "Export fails for large workspaces",
+		description: "Exporting a workspace with more than 10k issues times out.", labels: []string{"Bug"},
+		source: source{"linear", "issue", "ENG-123", "https://linear.app/acme/issue/ENG-123/export-fails-for-large-workspaces"}}
+	linearRenamed = linearTask.with(func(w *taskWant) {
+		w.title, w.labels = "Export times out for workspaces over 10k issues", []string{"Bug", "Performance"}
+	})
 	jiraTask = taskWant{externalID: jiraIssueID, title: "Unit test summary",
 		description: "Unit test description, not that long", labels: []string{"test-label"},
 		source: source{"jira", "issue", "TES-41", "https://" + jiraSite + "/browse/TES-41"}}
@@ -452,6 +460,27 @@ var fixtureCases = []fixtureCase{
 		check: func(t *testing.T, g *gateway, d delivery, _ []delivery) {
 			if ts := g.tasks(t); len(ts) != 0 {
 				t.Errorf("tasks after a push = %v, want none", taskSummaries(ts))
+			}
+		}},
+
+	// Linear.
+	{fixture: "linear/issue.create.json", status: "succeeded", action: "create", check: onlyTaskIs(linearTask)},
+	{fixture: "linear/issue.update.title-labels.json", before: []hookFn{fx("linear/issue.create.json")},
+		status: "succeeded", action: "update", check: sameTask(linearRenamed)},
+	{fixture: "linear/issue.update.completed.json", before: []hookFn{fx("linear/issue.create.json")},
+		status: "succeeded", action: "archive", check: sameTask(linearRenamed.with(func(w *taskWant) { w.archived = true }))},
+	// A move to another team changes the identifier, not the task.
+	{fixture: "linear/issue.update.team-moved.json", before: []hookFn{fx("linear/issue.create.json")},
+		status: "succeeded", action: "update", check: sameTask(linearRenamed.with(func(w *taskWant) {
+			w.source.Ref = "OPS-7"
+			w.source.URL = "https://linear.app/acme/issue/OPS-7/export-times-out-for-workspaces-over-10k-issues"
+		}))},
+	{fixture: "linear/issue.remove.json", status: "succeeded", action: "delete",
+		check: deletedAndSuppressed(linearENG124, "deleted at source")},
+	{fixture: "linear/comment.create.json", status: "ignored", action: "ignore",
+		check: func(t *testing.T, g *gateway, d delivery, _ []delivery) {
+			if ts := g.tasks(t); len(ts) != 0 {
+				t.Errorf("tasks after a comment = %v, want none", taskSummaries(ts))
 			}
 		}},
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/metrics"
@@ -379,10 +380,12 @@ func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext s
 }
 
 func validateContribution(r RemoteContributionRequest) error {
-	if r.Provider != "github" && r.Provider != "gitlab" {
+	// The registered providers with pull or merge requests to project.
+	p, ok := providers.Lookup(r.Provider)
+	if !ok || p.Projection == nil {
 		return fmt.Errorf("%w: remote_contribution_associate provider %q", ErrUnsupportedStep, r.Provider)
 	}
-	if r.ContributionKind != "pull_request" && r.ContributionKind != "merge_request" {
+	if r.ContributionKind != p.Projection.ContributionKind {
 		return fmt.Errorf("%w: contribution kind %q", ErrUnsupportedStep, r.ContributionKind)
 	}
 	if r.ConnectionID == "" || r.ContributionID == "" {
