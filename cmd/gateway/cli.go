@@ -308,7 +308,7 @@ func waitDelivery(ctx context.Context, f sendFlags, id string, stdout io.Writer)
 
 // outcomeText says what a finished delivery did: its status, the result the
 // gateway recorded, and its action, marked "not applied" when the delivery
-// was ignored, suppressed or a stale update skipped (a succeeded status
+// was ignored, suppressed, a stale update skipped or unchanged (a succeeded status
 // alone does not say the action was taken).
 func outcomeText(status, action, result string) string {
 	text := status
@@ -317,7 +317,7 @@ func outcomeText(status, action, result string) string {
 	}
 	switch {
 	case action == "" || action == string(connectors.ActionIgnore):
-	case status == store.DeliverySucceeded && result != ingest.StaleUpdateSkipped:
+	case status == store.DeliverySucceeded && result != ingest.StaleUpdateSkipped && result != ingest.UnchangedSkipped:
 		text += " (action " + action + ")"
 	default:
 		text += " (action " + action + " not applied)"

@@ -77,7 +77,11 @@ func newEnvWithRecovery(t *testing.T, st *sqlstore.Store, recovery func(now func
 		}
 	}
 	noConnections := func(string) (config.Connection, bool) { return config.Connection{}, false }
-	ghOnly := func(id string) (config.Connection, bool) { return config.Connection{ID: id}, id == "gh" }
+	// gh is a GitHub connection (with installations), gl a GitLab one.
+	ghOnly := func(id string) (config.Connection, bool) {
+		provider := map[string]string{"gh": "github", "gl": "gitlab"}[id]
+		return config.Connection{ID: id, Provider: provider}, provider != ""
+	}
 	installations := ingest.NewInstallations(st, ghOnly, logger)
 	coord := idempotency.New(st, logger, now)
 	receiver := inbox.NewReceiver(st, map[string]connectors.Adapter{}, noConnections, logger, now)

@@ -379,7 +379,9 @@ func TestInstallationsPage(t *testing.T) {
 			}
 		}
 		b := e.login(t, adminToken)
-		wantIn(t, "the overview", b.get(t, "/ui/").body, []string{`href="/ui/connections/gh/installations"`}, nil)
+		// Only a provider with App installations links them.
+		wantIn(t, "the overview", b.get(t, "/ui/").body, []string{`href="/ui/connections/gh/installations"`},
+			[]string{`href="/ui/connections/gl/installations"`})
 		res := b.get(t, "/ui/connections/gh/installations")
 		if res.status != http.StatusOK {
 			t.Fatalf("GET installations = %d, want 200", res.status)

@@ -309,6 +309,11 @@ func (a *Applier) create(ctx context.Context, conn config.Connection, ev connect
 // applied.
 const StaleUpdateSkipped = "stale update skipped (older than the last applied event)"
 
+// UnchangedSkipped is the result of a delivery whose update carried the
+// state its task already has (a resend under a new delivery ID): it
+// succeeded, and nothing was written.
+const UnchangedSkipped = "unchanged (the task already has this state)"
+
 func (a *Applier) update(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, out inbox.Outcome) (inbox.Outcome, error) {
 	out.TaskID = task.ID
 	if task.CreationState != store.CreationComplete {
@@ -342,6 +347,15 @@ func (a *Applier) update(ctx context.Context, conn config.Connection, ev connect
 	updated, err := a.tasks.Update(ctx, task.ID, p, nil)
 	if errors.Is(err, tasks.ErrStale) {
 		out.Action, out.Result = action, StaleUpdateSkipped
+		return out, nil
+	}
+	if errors.Is(err, tasks.ErrUnchanged) {
+		if out.Action != "create" {
+			out.Action = action
+		}
+		if out.Result == "" {
+			out.Result = UnchangedSkipped
+		}
 		return out, nil
 	}
 	if err != nil {

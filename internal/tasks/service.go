@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -135,6 +136,12 @@ type Patch struct {
 // last one applied.
 var ErrStale = errors.New("stale update")
 
+// ErrUnchanged is returned by Update when a connector update carries the
+// state the task already has (the same content and provider timestamp): a
+// provider's resend under a new delivery ID, a recovered state a webhook
+// brought meanwhile. Nothing is written: no revision, no event.
+var ErrUnchanged = errors.New("unchanged")
+
 // Update applies p under the task's row lock, bumps the revision and emits
 // task.updated. A task still being created is refused (409).
 func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(workspaceID string) bool) (store.Task, error) {
@@ -219,6 +226,10 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 		if p.WorkflowStepID != nil {
 			t.WorkflowStepID = *p.WorkflowStepID
 		}
+		if p.Source != nil && sameState(stored, t) {
+			out = stored
+			return ErrUnchanged
+		}
 		// A move or an unarchive is admitted into the step like a create.
 		if t, err = taskrules.Admit(ctx, tx, taskrules.Admission{Workspace: ws, WorkspaceLocked: true, Before: &stored, Task: t}); err != nil {
 			return err
@@ -236,12 +247,28 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrStale) {
-			return out, ErrStale
+		if errors.Is(err, ErrStale) || errors.Is(err, ErrUnchanged) {
+			return out, err
 		}
 		return store.Task{}, fmt.Errorf("update task: %w", err)
 	}
 	return out, nil
+}
+
+// sameState says whether a and b hold the same task state: what a patch
+// writes (content, source, step, archived or not).
+func sameState(a, b store.Task) bool {
+	return a.Title == b.Title && a.Description == b.Description && slices.Equal(a.Labels, b.Labels) &&
+		a.WorkflowStepID == b.WorkflowStepID && (a.ArchivedAt == nil) == (b.ArchivedAt == nil) &&
+		sameTime(a.SourceUpdatedAt, b.SourceUpdatedAt) && sameSource(a.Source, b.Source)
+}
+
+func sameTime(a, b *time.Time) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(*b))
+}
+
+func sameSource(a, b *store.Source) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 func notFound(err error) error { return httpapi.Reword(err, errTaskNotFound) }
