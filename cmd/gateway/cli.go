@@ -40,7 +40,7 @@ var sendUsage = usageText{
 	summary: "Signs a payload as the connection's provider would and posts it to the gateway. It finds the\n" +
 		"connection, its provider and its secret as serve does, with the same flags and environment: with a\n" +
 		"configuration file (--config or GATEWAY_CONFIG) the connection's provider and first secret (${VAR}\n" +
-		"expanded); without one the connection is a provider (github, gitlab, jira, linear) whose secret is\n" +
+		"expanded); without one the connection is a provider (" + strings.Join(providers.Names(), ", ") + ") whose secret is\n" +
 		"GATEWAY_<PROVIDER>_SECRET or the one the gateway generated in its database (--database-url or\n" +
 		"GATEWAY_DATABASE_URL). The event is read from the payload unless --event names it. With --wait it\n" +
 		"then follows the delivery (with the admin token) and prints its final status, the result the gateway\n" +
@@ -64,9 +64,9 @@ type sendFlags struct {
 func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
 	var f sendFlags
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	fs.StringVar(&f.conn, "connection", "", "connection id (zero-config: github, gitlab, jira or linear)")
+	fs.StringVar(&f.conn, "connection", "", "connection id (zero-config: a provider's name: "+strings.Join(providers.Names(), ", ")+")")
 	fs.StringVar(&f.file, "file", "", "payload file (e.g. fixtures/github/issues.opened.json)")
-	fs.StringVar(&f.event, "event", "", "event header value (GitHub X-GitHub-Event, GitLab X-Gitlab-Event); default: read from the payload")
+	fs.StringVar(&f.event, "event", "", "event header value (GitHub X-GitHub-Event, GitLab X-Gitlab-Event, Gitea X-Gitea-Event); default: read from the payload")
 	fs.StringVar(&f.target, "url", "", "gateway base URL (default: http:// and the listen address)")
 	fs.StringVar(&f.listen, "listen", envOr(env, "GATEWAY_LISTEN", "127.0.0.1:8080"), "the gateway's listen address, the default of --url (env GATEWAY_LISTEN)")
 	fs.StringVar(&f.secret, "secret", "", "webhook secret (default: the config's first secret, else $GATEWAY_<PROVIDER>_SECRET or the one generated in the database)")

@@ -214,3 +214,28 @@ func TestRecoverByListingChanges(t *testing.T) {
 		}
 	})
 }
+
+// TestPullRequestNamingALinearIssueLinksToItsTask: a GitHub pull request
+// whose branch names ENG-123 links to the task of Linear's ENG-123, as
+// Linear's own GitHub integration links them: issue keys are looked up
+// among every provider whose issues have keys (Jira's and Linear's).
+func TestPullRequestNamingALinearIssueLinksToItsTask(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		g := startGateway(t, newDatabaseURL(t, dialect))
+		issue := g.process(t, fixtureHook(t, "linear/issue.create.json"))
+		body := mutate(t, readFixture(t, "github/pull_request.opened.json"), func(m map[string]any) {
+			obj(t, obj(t, m, "pull_request"), "head")["ref"] = "ENG-123-export-timeout"
+		})
+		d := g.process(t, hook{Conn: "github", Event: "pull_request", Body: body})
+		if d.Status != "succeeded" || d.action() != "link" || d.taskID() != issue.taskID() {
+			t.Fatalf("pull request: %q %q on %q (%s), want linked to the Linear task %s",
+				d.Status, d.action(), d.taskID(), d.result(), issue.taskID())
+		}
+		checkContributions(t, g, issue.taskID(), []contribution{{Provider: "github", Kind: "pull_request",
+			Repository: "Codertocat/Hello-World", Number: 2, HeadBranch: "ENG-123-export-timeout", BaseBranch: "master", State: "open"}})
+		if ts := g.tasks(t); len(ts) != 1 {
+			t.Errorf("tasks = %v, want the Linear issue's only", taskSummaries(ts))
+		}
+	})
+}

@@ -27,7 +27,6 @@ const IssuesQuery = `query Issues($first: Int!, $after: String, $since: DateTime
       state { id name type }
       team { id key name }
       labels { nodes { id name } }
-      attachments { nodes { url } }
     }
     pageInfo { hasNextPage endCursor }
   }
@@ -46,19 +45,18 @@ type IssuesPage struct {
 
 // IssueNode is an issue as IssuesQuery reads it.
 type IssueNode struct {
-	ID          string          `json:"id"`
-	Identifier  string          `json:"identifier"`
-	Number      float64         `json:"number"`
-	Title       string          `json:"title"`
-	Description string          `json:"description"`
-	URL         string          `json:"url"`
-	CreatedAt   string          `json:"createdAt"`
-	UpdatedAt   string          `json:"updatedAt"`
-	ArchivedAt  *string         `json:"archivedAt"`
-	State       *IssueState     `json:"state"`
-	Team        *IssueTeam      `json:"team"`
-	Labels      IssueLabels     `json:"labels"`
-	Attachments IssueAttachment `json:"attachments"`
+	ID          string      `json:"id"`
+	Identifier  string      `json:"identifier"`
+	Number      float64     `json:"number"`
+	Title       string      `json:"title"`
+	Description string      `json:"description"`
+	URL         string      `json:"url"`
+	CreatedAt   string      `json:"createdAt"`
+	UpdatedAt   string      `json:"updatedAt"`
+	ArchivedAt  *string     `json:"archivedAt"`
+	State       *IssueState `json:"state"`
+	Team        *IssueTeam  `json:"team"`
+	Labels      IssueLabels `json:"labels"`
 }
 
 // IssueState is an issue's workflow state; Type is one of triage, backlog,
@@ -85,24 +83,6 @@ type IssueLabels struct {
 type IssueLabel struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
-}
-
-// IssueAttachment is an issue's attachments connection (links to pull
-// requests, merge requests, documents).
-type IssueAttachment struct {
-	Nodes []struct {
-		URL string `json:"url"`
-	} `json:"nodes"`
-}
-
-// PullRequestLinks returns the pull and merge requests among the issue's
-// attachments (PullRequestLinks).
-func (n IssueNode) PullRequestLinks() []connectors.Reference {
-	urls := make([]string, len(n.Attachments.Nodes))
-	for i, a := range n.Attachments.Nodes {
-		urls[i] = a.URL
-	}
-	return PullRequestLinks(urls)
 }
 
 // DecodeIssuesResponse decodes IssuesQuery's response body. GraphQL errors
