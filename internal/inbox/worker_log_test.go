@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,6 +145,11 @@ func TestWorkerLogsFailingClaimsOnce(t *testing.T) {
 		w := NewWorker(fs, newFakeProcessor(), logger, clock.Now, fastOptions(WorkerOptions{Concurrency: 1}))
 		runInBackground(t, w.Run)
 		waitStatus(t, st, id, store.DeliverySucceeded, nil)
+		// The recovered line follows the claim's whole batch, which may
+		// finish after the delivery's status is written.
+		waitFor(t, "the recovered line", func() bool {
+			return slices.ContainsFunc(logs.records(t), func(r map[string]any) bool { return r["msg"] == "claim deliveries recovered" })
+		})
 
 		var failed, recovered []map[string]any
 		for _, r := range logs.records(t) {
