@@ -34,9 +34,11 @@ type fakeGitea struct {
 	pages    int
 	// nextPage, when set, is the page every answer names as the next.
 	nextPage string
+	// perPage is the issues a page holds (2 when zero).
+	perPage int
 }
 
-func newFakeGitea(t *testing.T) *fakeGitea {
+func newFakeGitea(t testing.TB) *fakeGitea {
 	f := &fakeGitea{pulls: map[string]map[string]any{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -68,7 +70,11 @@ func (f *fakeGitea) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
 		page = max(page, 1)
-		from, to := min((page-1)*2, len(match)), min(page*2, len(match))
+		per := f.perPage
+		if per == 0 {
+			per = 2
+		}
+		from, to := min((page-1)*per, len(match)), min(page*per, len(match))
 		next := f.nextPage
 		if next == "" && to < len(match) {
 			next = strconv.Itoa(page + 1)
@@ -404,4 +410,32 @@ func findDelivery(t *testing.T, st *sqlstore.Store, connection, key string) stor
 	}
 	t.Fatalf("no delivery %s", key)
 	return store.Delivery{}
+}
+
+// BenchmarkReconcileGitea: one run over 500 changed issues (pages of 50)
+// that records every one, on each dialect: the listing, parsing, the inbox
+// and task lookups and the one insert of the run's states.
+func BenchmarkReconcileGitea(b *testing.B) {
+	for _, dialect := range []string{store.DialectSQLite, store.DialectPostgres} {
+		b.Run(dialect, func(b *testing.B) { benchmarkReconcileGitea(b, dialect) })
+	}
+}
+
+func benchmarkReconcileGitea(b *testing.B, dialect string) {
+	gt := newFakeGitea(b)
+	gt.perPage = 50
+	for i := range 500 {
+		gt.issues = append(gt.issues, giteaIssue(int64(1000+i), int64(i+1), "issue", "open", now.Add(-time.Duration(i+1)*time.Second)))
+	}
+	for b.Loop() {
+		b.StopTimer()
+		st := storetest.Open(b, dialect)
+		rec := newRecoverer(st, gt.connection())
+		b.StartTimer()
+		res, err := rec.Recover(b.Context(), "gt", Options{})
+		if err != nil || res.Count() != 500 {
+			b.Fatalf("Recover = %d recorded, %v; want 500", res.Count(), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/500, "ns/item")
 }
