@@ -52,6 +52,12 @@ const (
 	// ActionTransfer aliases ExternalID to the task of PreviousExternalID
 	// (the task follows the issue). Sent on the old entity's side.
 	ActionTransfer Action = "transfer"
+	// ActionLink records Links, the pull and merge requests an issue names
+	// (a Linear attachment): each links to the issue's task when it
+	// arrives, and shows on it at once when the gateway already has it.
+	ActionLink Action = "link"
+	// ActionUnlink removes Links (the attachment was removed).
+	ActionUnlink Action = "unlink"
 )
 
 // Source is the human reference of the provider entity, stored on the task
@@ -95,6 +101,15 @@ type Event struct {
 	UpdatedAt time.Time
 	// Closed reports the entity's state after this event.
 	Closed bool
+
+	// FormerRefs are human references the entity had before (a Linear
+	// issue's previousIdentifiers after a team move): a pull request naming
+	// one still finds the task.
+	FormerRefs []string
+	// Links are the pull and merge requests the issue names by URL: with
+	// ActionLink and ActionUnlink the ones added or removed; on an issue
+	// event (recovery reads an issue with its attachments) ones it has.
+	Links []ContributionLink
 
 	// Contribution is set for pull/merge request events.
 	Contribution *Contribution
@@ -156,6 +171,25 @@ type Contribution struct {
 	// References are the issues this contribution says it closes or mentions
 	// (closing keywords in the body; Jira keys in title, branch or body).
 	References []Reference
+}
+
+// ContributionLink is a pull or merge request an issue names by its URL
+// (ParseContributionURL), as a Linear attachment does.
+type ContributionLink struct {
+	// ID is the provider's ID of the link itself (a Linear attachment's
+	// id): a later update or removal names it.
+	ID string
+	// Provider is the provider whose URL shape it has: github
+	// (/owner/repo/pull/N), gitea (/owner/repo/pulls/N) or gitlab
+	// (/group/project/-/merge_requests/N).
+	Provider   string
+	Kind       string // pull_request | merge_request
+	Host       string // lower-case, with the port when the URL has one
+	Repository string // lower-case owner/repo or group/project path
+	Number     int64
+	URL        string
+	// UpdatedAt is the link's own time; later changes win.
+	UpdatedAt time.Time
 }
 
 // Reference points at an issue by its human reference, which is how PRs name

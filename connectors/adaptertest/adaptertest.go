@@ -36,7 +36,8 @@ func AddFixtures(f *testing.F, dir string) {
 // ErrMalformedPayload; a mapped event has the provider, an external ID of the
 // form provider:host:kind:id, an entity key, a source reference and a
 // repository; a transfer names its previous entity; contributions come
-// exactly with the contribution kind.
+// exactly with the contribution kind; a link event names its issue and
+// complete links.
 func CheckParsed(t *testing.T, provider, host, event string, e connectors.Event, err error) {
 	t.Helper()
 	if err != nil {
@@ -53,6 +54,18 @@ func CheckParsed(t *testing.T, provider, host, event string, e connectors.Event,
 	}
 	if !strings.HasPrefix(e.ExternalID, provider+":"+host+":"+e.Kind+":") {
 		t.Fatalf("Parse(%q).ExternalID = %q, Kind %q", event, e.ExternalID, e.Kind)
+	}
+	if e.Action == connectors.ActionLink || e.Action == connectors.ActionUnlink {
+		// About an issue the delivery names only by ID: no source.
+		if e.EntityKey != e.ExternalID || e.Kind != connectors.KindIssue || len(e.Links) == 0 || e.Contribution != nil {
+			t.Fatalf("Parse(%q) = %+v: a link event names its issue and its links", event, e)
+		}
+		for _, l := range e.Links {
+			if l.ID == "" || l.Provider == "" || l.Host == "" || l.Repository == "" || l.Number < 1 || l.UpdatedAt.IsZero() {
+				t.Fatalf("Parse(%q): incomplete link %+v", event, l)
+			}
+		}
+		return
 	}
 	if e.EntityKey == "" || e.Source.Ref == "" || e.Repository == "" {
 		t.Fatalf("Parse(%q) = %+v: missing EntityKey, Source.Ref or Repository", event, e)
@@ -140,6 +153,8 @@ type Want struct {
 	Closed       bool
 	UpdatedAt    time.Time
 	Source       connectors.Source
+	FormerRefs   []string
+	Links        []connectors.ContributionLink
 	Contribution *connectors.Contribution
 }
 
@@ -188,6 +203,12 @@ func CheckEvent(t *testing.T, got connectors.Event, want Want) {
 	}
 	if got.Source != want.Source {
 		t.Errorf("Source = %+v, want %+v", got.Source, want.Source)
+	}
+	if !slices.Equal(got.FormerRefs, want.FormerRefs) {
+		t.Errorf("FormerRefs = %v, want %v", got.FormerRefs, want.FormerRefs)
+	}
+	if !slices.Equal(got.Links, want.Links) {
+		t.Errorf("Links = %+v, want %+v", got.Links, want.Links)
 	}
 	CheckContribution(t, got.Contribution, want.Contribution)
 }

@@ -28,19 +28,26 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzDecodeWebhook: decodeWebhook accepts exactly the bodies encoding/json
-// decodes into the same members (the envelope, and an Issue's data), to the
-// same values.
+// decodes into the same members (the envelope, an Issue's data and an
+// Attachment's), to the same values.
 func FuzzDecodeWebhook(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var want webhook
 		var wantIssue *issueData
+		var wantAttachment *attachmentData
 		wantErr := json.Unmarshal(body, &want)
-		if wantErr == nil && want.Type == TypeIssue && !isNull(want.Data) {
-			wantIssue = &issueData{}
-			wantErr = json.Unmarshal(want.Data, wantIssue)
+		if wantErr == nil && !isNull(want.Data) {
+			switch want.Type {
+			case TypeIssue:
+				wantIssue = &issueData{}
+				wantErr = json.Unmarshal(want.Data, wantIssue)
+			case TypeAttachment:
+				wantAttachment = &attachmentData{}
+				wantErr = json.Unmarshal(want.Data, wantAttachment)
+			}
 		}
-		got, gotIssue, err := decodeWebhook(body)
+		got, gotIssue, gotAttachment, err := decodeWebhook(body)
 		switch {
 		case (err == nil) != (wantErr == nil):
 			t.Fatalf("decodeWebhook error = %v, encoding/json error = %v", err, wantErr)
@@ -50,6 +57,8 @@ func FuzzDecodeWebhook(f *testing.F) {
 			t.Fatalf("decodeWebhook = %+v, encoding/json = %+v", *got, want)
 		case !reflect.DeepEqual(gotIssue, wantIssue):
 			t.Fatalf("decodeWebhook data = %+v, encoding/json = %+v", gotIssue, wantIssue)
+		case !reflect.DeepEqual(gotAttachment, wantAttachment):
+			t.Fatalf("decodeWebhook attachment = %+v, encoding/json = %+v", gotAttachment, wantAttachment)
 		}
 	})
 }

@@ -18,15 +18,18 @@ import (
 // a deleted issue is no longer listed.
 
 // IssuesQuery lists the issues updated since $since (an ISO 8601 time), the
-// oldest change first, archived ones included, with the fields Parse reads.
+// oldest change first, archived ones included, with the fields Parse reads
+// and the first 50 attachments of each (Linear's default page; the pull
+// and merge requests among them are the issue's links).
 // Pages are $first long; $after is the previous page's EndCursor.
 const IssuesQuery = `query Issues($first: Int!, $after: String, $since: DateTimeOrDuration!) {
   issues(first: $first, after: $after, filter: {updatedAt: {gte: $since}}, orderBy: updatedAt, includeArchived: true) {
     nodes {
-      id identifier number title description url createdAt updatedAt archivedAt
+      id identifier number title description url createdAt updatedAt archivedAt previousIdentifiers
       state { id name type }
       team { id key name }
       labels { nodes { id name } }
+      attachments(first: 50) { nodes { id url updatedAt } }
     }
     pageInfo { hasNextPage endCursor }
   }
@@ -57,6 +60,21 @@ type IssueNode struct {
 	State       *IssueState `json:"state"`
 	Team        *IssueTeam  `json:"team"`
 	Labels      IssueLabels `json:"labels"`
+	// PreviousIdentifiers are the identifiers before team moves.
+	PreviousIdentifiers []string         `json:"previousIdentifiers"`
+	Attachments         IssueAttachments `json:"attachments"`
+}
+
+// IssueAttachments is an issue's attachments connection.
+type IssueAttachments struct {
+	Nodes []IssueAttachment `json:"nodes"`
+}
+
+// IssueAttachment is one attachment: a URL linked to the issue.
+type IssueAttachment struct {
+	ID        string `json:"id"`
+	URL       string `json:"url"`
+	UpdatedAt string `json:"updatedAt"`
 }
 
 // IssueState is an issue's workflow state; Type is one of triage, backlog,
@@ -136,12 +154,17 @@ type deliveryData struct {
 	TeamID      string       `json:"teamId,omitempty"`
 	Team        *IssueTeam   `json:"team,omitempty"`
 	Labels      []IssueLabel `json:"labels"`
+	// PreviousIdentifiers and Attachments: see issueData.
+	PreviousIdentifiers []string          `json:"previousIdentifiers"`
+	Attachments         []IssueAttachment `json:"attachments,omitempty"`
 }
 
 // Delivery returns the issue as an unsigned "Issue" update delivery (no
 // signature, no delivery key: recovery feeds it in directly), which Parse
 // turns into the issue's current state. Its webhookTimestamp is the
-// issue's updatedAt.
+// issue's updatedAt. Unlike Linear's own Issue webhook, its data carries
+// the issue's attachments, so recovery also brings the links to pull and
+// merge requests that were attached while the gateway was away.
 func (n IssueNode) Delivery() (http.Header, []byte, error) {
 	if strings.TrimSpace(n.ID) == "" {
 		return nil, nil, errors.New("linear issue delivery: no id")
@@ -152,7 +175,11 @@ func (n IssueNode) Delivery() (http.Header, []byte, error) {
 	}
 	data := deliveryData{ID: n.ID, Identifier: n.Identifier, Number: n.Number, Title: n.Title,
 		Description: n.Description, URL: n.URL, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt,
-		ArchivedAt: n.ArchivedAt, State: n.State, Team: n.Team, Labels: n.Labels.Nodes}
+		ArchivedAt: n.ArchivedAt, State: n.State, Team: n.Team, Labels: n.Labels.Nodes,
+		PreviousIdentifiers: n.PreviousIdentifiers, Attachments: n.Attachments.Nodes}
+	if data.PreviousIdentifiers == nil {
+		data.PreviousIdentifiers = []string{}
+	}
 	if n.State != nil {
 		data.StateID = n.State.ID
 	}

@@ -20,7 +20,8 @@ const issuesResponse = `{"data":{"issues":{
      "updatedAt":"2026-03-02T10:15:00.000Z","archivedAt":null,
      "state":{"id":"s1","name":"Todo","type":"unstarted"},"team":{"id":"t1","key":"ENG","name":"Engineering"},
      "labels":{"nodes":[{"id":"l1","name":"Bug"},{"id":"l2","name":"Performance"}]},
-     "attachments":{"nodes":[{"url":"https://github.com/acme/api/pull/42"},{"url":"https://docs.example.com/spec"}]}},
+     "attachments":{"nodes":[{"id":"a1","url":"https://github.com/acme/api/pull/42","updatedAt":"2026-03-02T10:00:00.000Z"},
+       {"id":"a2","url":"https://docs.example.com/spec","updatedAt":"2026-03-02T10:00:00.000Z"}]}},
     {"id":"7c2d1e0f-3a4b-4c5d-8e6f-708192a3b4c5","identifier":"ENG-124","number":124,"title":"Done one","description":null,
      "url":"https://linear.app/acme/issue/ENG-124/done-one","createdAt":"2026-03-02T09:00:00.000Z","updatedAt":"2026-03-03T16:30:00.000Z",
      "archivedAt":null,"state":{"id":"s2","name":"Done","type":"completed"},"team":{"id":"t1","key":"ENG","name":"Engineering"},
@@ -32,7 +33,9 @@ const issuesResponse = `{"data":{"issues":{
     {"id":"0f1e2d3c-4b5a-4968-8776-655443322110","identifier":"OPS-7","number":7,"title":"Moved","description":"",
      "url":"https://linear.app/acme/issue/OPS-7/moved","createdAt":"2026-03-01T09:00:00.000Z","updatedAt":"2026-03-04T11:00:00.000Z",
      "archivedAt":null,"state":{"id":"s4","name":"In Progress","type":"started"},"team":{"id":"t2","key":"OPS","name":"Operations"},
-     "labels":{"nodes":[]},"attachments":{"nodes":[{"url":"https://gitlab.example.com/acme/infra/-/merge_requests/9"}]}}
+     "previousIdentifiers":["ENG-99"],
+     "labels":{"nodes":[]},"attachments":{"nodes":[{"id":"a3","url":"https://gitlab.example.com/acme/infra/-/merge_requests/9","updatedAt":"bad"},
+       {"url":"https://github.com/acme/api/pull/43"}]}}
   ],
   "pageInfo":{"hasNextPage":true,"endCursor":"cursor-4"}}}}`
 
@@ -51,7 +54,10 @@ func TestIssuesResponseToEvents(t *testing.T) {
 		{EventName: "Issue.update", Action: connectors.ActionUpdate, Kind: connectors.KindIssue,
 			ExternalID: "linear:acme:issue:539068e2-ae88-4d09-bd75-22eb4a59612f", EntityKey: "linear:acme:issue:539068e2-ae88-4d09-bd75-22eb4a59612f",
 			Repository: "ENG", Title: "Export fails for large workspaces", Labels: []string{"Bug", "Performance"},
-			UpdatedAt: time.Date(2026, 3, 2, 10, 15, 0, 0, time.UTC), Source: issueSource("ENG-123", "https://linear.app/acme/issue/ENG-123/export-fails")},
+			UpdatedAt: time.Date(2026, 3, 2, 10, 15, 0, 0, time.UTC), Source: issueSource("ENG-123", "https://linear.app/acme/issue/ENG-123/export-fails"),
+			Links: []connectors.ContributionLink{{ID: "a1", Provider: connectors.ProviderGitHub, Kind: connectors.KindPullRequest,
+				Host: "github.com", Repository: "acme/api", Number: 42, URL: "https://github.com/acme/api/pull/42",
+				UpdatedAt: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)}}},
 		{EventName: "Issue.update", Action: connectors.ActionUpdate, Kind: connectors.KindIssue,
 			ExternalID: "linear:acme:issue:7c2d1e0f-3a4b-4c5d-8e6f-708192a3b4c5", EntityKey: "linear:acme:issue:7c2d1e0f-3a4b-4c5d-8e6f-708192a3b4c5",
 			Repository: "ENG", Title: "Done one", Labels: []string{}, Closed: true,
@@ -63,7 +69,13 @@ func TestIssuesResponseToEvents(t *testing.T) {
 		{EventName: "Issue.update", Action: connectors.ActionUpdate, Kind: connectors.KindIssue,
 			ExternalID: "linear:acme:issue:0f1e2d3c-4b5a-4968-8776-655443322110", EntityKey: "linear:acme:issue:0f1e2d3c-4b5a-4968-8776-655443322110",
 			Repository: "OPS", Title: "Moved", Labels: []string{},
-			UpdatedAt: time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), Source: issueSource("OPS-7", "https://linear.app/acme/issue/OPS-7/moved")},
+			UpdatedAt: time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), Source: issueSource("OPS-7", "https://linear.app/acme/issue/OPS-7/moved"),
+			// An attachment without its own time takes the issue's; one
+			// without an ID cannot be named by a later removal: skipped.
+			FormerRefs: []string{"ENG-99"},
+			Links: []connectors.ContributionLink{{ID: "a3", Provider: connectors.ProviderGitLab, Kind: connectors.KindMergeRequest,
+				Host: "gitlab.example.com", Repository: "acme/infra", Number: 9, URL: "https://gitlab.example.com/acme/infra/-/merge_requests/9",
+				UpdatedAt: time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC)}}},
 	}
 	for i, node := range page.Nodes {
 		t.Run(node.Identifier, func(t *testing.T) {
@@ -131,8 +143,8 @@ func TestDeliveryRefuses(t *testing.T) {
 func TestIssuesQueryFields(t *testing.T) {
 	t.Parallel()
 	for _, field := range []string{"updatedAt: {gte: $since}", "orderBy: updatedAt", "includeArchived: true", "first: $first", "after: $after",
-		"id identifier number title description url createdAt updatedAt archivedAt", "state { id name type }", "team { id key name }",
-		"labels { nodes { id name } }", "pageInfo { hasNextPage endCursor }"} {
+		"id identifier number title description url createdAt updatedAt archivedAt previousIdentifiers", "state { id name type }", "team { id key name }",
+		"labels { nodes { id name } }", "attachments(first: 50) { nodes { id url updatedAt } }", "pageInfo { hasNextPage endCursor }"} {
 		if !strings.Contains(IssuesQuery, field) {
 			t.Errorf("IssuesQuery lacks %q", field)
 		}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +33,21 @@ const (
 	HeaderTimestamp = "Linear-Timestamp"
 )
 
-// TypeIssue is the only webhook type Parse maps; every other one (Comment,
-// IssueLabel, Project, Cycle, Reaction, Attachment, …) is ignored.
-const TypeIssue = "Issue"
+// The webhook types Parse maps; every other one (Comment, IssueLabel,
+// Project, Cycle, Reaction, …) is ignored.
+const (
+	TypeIssue = "Issue"
+	// TypeAttachment is a link attached to an issue; one whose URL is a
+	// pull or merge request links that PR/MR to the issue's task.
+	TypeAttachment = "Attachment"
+)
+
+// Bounds on the lists Parse takes from one delivery: far above real ones,
+// so a hostile body cannot make one delivery write without end.
+const (
+	maxFormerRefs = 20
+	maxLinks      = 50
+)
 
 // Linear's actions on an issue.
 const (
@@ -218,6 +231,23 @@ type issueData struct {
 	State       *stateData  `json:"state"`
 	Team        *teamData   `json:"team"`
 	Labels      []labelData `json:"labels"`
+	// PreviousIdentifiers are the identifiers the issue had before team
+	// moves.
+	PreviousIdentifiers []string `json:"previousIdentifiers"`
+	// Attachments is not in Linear's Issue webhook: recovery's deliveries
+	// (Delivery) carry the issue's attachments here, read from the API.
+	Attachments []attachmentData `json:"attachments"`
+}
+
+// attachmentData is the part of an attachment (the data of an
+// "Attachment" delivery, and an issue's attachments in recovery's
+// deliveries) Parse reads.
+type attachmentData struct {
+	ID         string  `json:"id"`
+	IssueID    string  `json:"issueId,omitempty"`
+	URL        string  `json:"url"`
+	UpdatedAt  string  `json:"updatedAt"`
+	ArchivedAt *string `json:"archivedAt,omitempty"`
 }
 
 type stateData struct {
@@ -232,22 +262,31 @@ type labelData struct {
 	Name string `json:"name"`
 }
 
-// decodeWebhook decodes the envelope and, for an "Issue" delivery, its data,
-// with connectors.DecodeJSON (FuzzDecodeWebhook holds both to encoding/json's
-// decode of the same members). issue is nil for other types.
-func decodeWebhook(body []byte) (w *webhook, issue *issueData, err error) {
+// decodeWebhook decodes the envelope and, for an "Issue" or "Attachment"
+// delivery, its data, with connectors.DecodeJSON (FuzzDecodeWebhook holds
+// them to encoding/json's decode of the same members). issue is nil but for
+// issues, attachment but for attachments.
+func decodeWebhook(body []byte) (w *webhook, issue *issueData, attachment *attachmentData, err error) {
 	w = &webhook{}
 	if err := connectors.DecodeJSON(body, w); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if w.Type != TypeIssue || isNull(w.Data) {
-		return w, nil, nil
+	if isNull(w.Data) {
+		return w, nil, nil, nil
 	}
-	issue = &issueData{}
-	if err := connectors.DecodeJSON(w.Data, issue); err != nil {
-		return nil, nil, fmt.Errorf("data: %w", err)
+	switch w.Type {
+	case TypeIssue:
+		issue = &issueData{}
+		if err := connectors.DecodeJSON(w.Data, issue); err != nil {
+			return nil, nil, nil, fmt.Errorf("data: %w", err)
+		}
+	case TypeAttachment:
+		attachment = &attachmentData{}
+		if err := connectors.DecodeJSON(w.Data, attachment); err != nil {
+			return nil, nil, nil, fmt.Errorf("data: %w", err)
+		}
 	}
-	return w, issue, nil
+	return w, issue, attachment, nil
 }
 
 func isNull(m json.RawMessage) bool {
@@ -269,7 +308,7 @@ func isNull(m json.RawMessage) bool {
 // update that changes Source.Ref and Repository while the task keeps its
 // identity.
 func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.Event, error) {
-	w, issue, err := decodeWebhook(body)
+	w, issue, attachment, err := decodeWebhook(body)
 	if err != nil {
 		return connectors.Event{}, malformed("webhook", "%v", err)
 	}
@@ -280,9 +319,13 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 	if w.Action != "" {
 		e.EventName += "." + w.Action
 	}
-	if w.Type != TypeIssue {
-		// Comments, labels, projects, cycles, attachments, …: recorded,
-		// not mapped, not decoded further.
+	switch w.Type {
+	case TypeIssue:
+	case TypeAttachment:
+		return parseAttachment(host, w, attachment, e)
+	default:
+		// Comments, labels, projects, cycles, …: recorded, not mapped, not
+		// decoded further.
 		e.Action = connectors.ActionIgnore
 		return e, nil
 	}
@@ -340,11 +383,93 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 	// unless the state is closed.
 	archived := issue.ArchivedAt != nil && *issue.ArchivedAt != ""
 	e.Closed = archived || (issue.State != nil && (issue.State.Type == "completed" || issue.State.Type == "canceled"))
-	if t, err := time.Parse(time.RFC3339Nano, issue.UpdatedAt); err == nil {
-		e.UpdatedAt = t.UTC()
-	} else if w.WebhookTimestamp != nil && *w.WebhookTimestamp > 0 && *w.WebhookTimestamp < 1<<53 {
-		e.UpdatedAt = time.UnixMilli(int64(*w.WebhookTimestamp)).UTC()
+	e.UpdatedAt = changedAt(issue.UpdatedAt, w)
+	for _, former := range issue.PreviousIdentifiers {
+		if former = strings.TrimSpace(former); former != "" && former != ref && !slices.Contains(e.FormerRefs, former) &&
+			len(e.FormerRefs) < maxFormerRefs {
+			e.FormerRefs = append(e.FormerRefs, former)
+		}
 	}
+	for _, a := range issue.Attachments {
+		if l, ok := contributionLink(a, e.UpdatedAt); ok && len(e.Links) < maxLinks {
+			e.Links = append(e.Links, l)
+		}
+	}
+	return e, nil
+}
+
+// changedAt is the time of a change: the data's updatedAt, else the
+// delivery's webhookTimestamp, else zero.
+func changedAt(updatedAt string, w *webhook) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, updatedAt); err == nil {
+		return t.UTC()
+	}
+	if w.WebhookTimestamp != nil && *w.WebhookTimestamp > 0 && *w.WebhookTimestamp < 1<<53 {
+		return time.UnixMilli(int64(*w.WebhookTimestamp)).UTC()
+	}
+	return time.Time{}
+}
+
+// contributionLink is attachment a as a link to a pull or merge request;
+// ok is false when its URL names none. Its time is its own updatedAt, else
+// fallback.
+func contributionLink(a attachmentData, fallback time.Time) (connectors.ContributionLink, bool) {
+	id := strings.TrimSpace(a.ID)
+	l, ok := connectors.ParseContributionURL(a.URL)
+	if !ok || id == "" {
+		return connectors.ContributionLink{}, false
+	}
+	l.ID = id
+	l.UpdatedAt = fallback
+	if t, err := time.Parse(time.RFC3339Nano, a.UpdatedAt); err == nil {
+		l.UpdatedAt = t.UTC()
+	}
+	return l, true
+}
+
+// parseAttachment maps an "Attachment" delivery: create and update of one
+// whose URL is a pull or merge request link it to the issue's task
+// (ActionLink); remove, or an update that archives it, unlinks it. Other
+// attachments (documents, Slack threads, Sentry issues…) are ignored.
+// The event is about the issue: its external ID and entity key are the
+// issue's, so it is processed in order with the issue's deliveries.
+func parseAttachment(host string, w *webhook, a *attachmentData, e connectors.Event) (connectors.Event, error) {
+	if a == nil {
+		return connectors.Event{}, malformed(e.EventName, "no data")
+	}
+	issueID := strings.TrimSpace(a.IssueID)
+	if issueID == "" {
+		return connectors.Event{}, malformed(e.EventName, "data.issueId missing")
+	}
+	if strings.TrimSpace(a.ID) == "" {
+		return connectors.Event{}, malformed(e.EventName, "data.id missing")
+	}
+	at := changedAt(a.UpdatedAt, w)
+	l, ok := contributionLink(*a, at)
+	if !ok {
+		e.Action = connectors.ActionIgnore
+		return e, nil
+	}
+	archived := a.ArchivedAt != nil && *a.ArchivedAt != ""
+	switch {
+	case w.Action == ActionRemove || archived:
+		e.Action = connectors.ActionUnlink
+		if archived {
+			// The removal's own time, when it is later than the last edit.
+			if t, err := time.Parse(time.RFC3339Nano, *a.ArchivedAt); err == nil && t.After(l.UpdatedAt) {
+				l.UpdatedAt = t.UTC()
+			}
+		}
+	case w.Action == ActionCreate || w.Action == ActionUpdate:
+		e.Action = connectors.ActionLink
+	default:
+		e.Action = connectors.ActionIgnore
+		return e, nil
+	}
+	ext := connectors.ProviderLinear + ":" + host + ":" + connectors.KindIssue + ":" + issueID
+	e.Kind, e.ExternalID, e.EntityKey = connectors.KindIssue, ext, ext
+	e.UpdatedAt = l.UpdatedAt
+	e.Links = []connectors.ContributionLink{l}
 	return e, nil
 }
 

@@ -57,7 +57,7 @@ var fixtureCases = []fixtureCase{
 	{file: "issue.update.team-moved.json", description: "Exporting a workspace with more than 10k issues times out.", want: adaptertest.Want{
 		EventName: "Issue.update", Action: connectors.ActionUpdate, Kind: connectors.KindIssue,
 		ExternalID: issueID, EntityKey: issueID, Repository: "OPS", Title: renamed,
-		Labels: []string{"Bug", "Performance"}, UpdatedAt: time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC),
+		Labels: []string{"Bug", "Performance"}, UpdatedAt: time.Date(2026, 3, 4, 11, 0, 0, 0, time.UTC), FormerRefs: []string{"ENG-123"},
 		Source: issueSource("OPS-7", "https://linear.app/acme/issue/OPS-7/export-times-out-for-workspaces-over-10k-issues")}},
 	{file: "issue.remove.json", want: adaptertest.Want{
 		EventName: "Issue.remove", Action: connectors.ActionDelete, Kind: connectors.KindIssue,
@@ -65,6 +65,22 @@ var fixtureCases = []fixtureCase{
 		Repository: "ENG", Title: "Duplicate of ENG-123", Labels: []string{}, UpdatedAt: time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC),
 		Source: issueSource("ENG-124", "https://linear.app/acme/issue/ENG-124/duplicate-of-eng-123")}},
 	{file: "comment.create.json", want: adaptertest.Want{EventName: "Comment.create", Action: connectors.ActionIgnore}},
+	// A pull request attached to ENG-123, then removed.
+	{file: "attachment.create.json", want: adaptertest.Want{
+		EventName: "Attachment.create", Action: connectors.ActionLink, Kind: connectors.KindIssue,
+		ExternalID: issueID, EntityKey: issueID, UpdatedAt: time.Date(2026, 3, 2, 11, 0, 0, 0, time.UTC),
+		Links: []connectors.ContributionLink{helloWorldPR(time.Date(2026, 3, 2, 11, 0, 0, 0, time.UTC))}}},
+	{file: "attachment.remove.json", want: adaptertest.Want{
+		EventName: "Attachment.remove", Action: connectors.ActionUnlink, Kind: connectors.KindIssue,
+		ExternalID: issueID, EntityKey: issueID, UpdatedAt: time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC),
+		Links: []connectors.ContributionLink{helloWorldPR(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC))}}},
+}
+
+// helloWorldPR is the pull request the attachment fixtures link, at time at.
+func helloWorldPR(at time.Time) connectors.ContributionLink {
+	return connectors.ContributionLink{ID: "3b9f1c2e-7d4a-4e8b-9c6f-1a2b3c4d5e6f", Provider: connectors.ProviderGitHub,
+		Kind: connectors.KindPullRequest, Host: "github.com", Repository: "codertocat/hello-world", Number: 2,
+		URL: "https://github.com/Codertocat/Hello-World/pull/2", UpdatedAt: at}
 }
 
 func TestFixturesAllCovered(t *testing.T) {
@@ -162,7 +178,8 @@ func TestParseIgnored(t *testing.T) {
 		{"project", `{"action":"update","type":"Project","data":{"id":"p"}}`, "Project.update"},
 		{"cycle", `{"action":"update","type":"Cycle","data":"not an object"}`, "Cycle.update"},
 		{"reaction", `{"action":"create","type":"Reaction","data":{"emoji":"+1"}}`, "Reaction.create"},
-		{"attachment", `{"action":"create","type":"Attachment","data":{"url":"https://github.com/o/r/pull/1","issueId":"i"}}`, "Attachment.create"},
+		{"document attachment", `{"action":"create","type":"Attachment","data":{"id":"a","url":"https://docs.example.com/spec","issueId":"i"}}`, "Attachment.create"},
+		{"attachment restored", `{"action":"restore","type":"Attachment","data":{"id":"a","url":"https://github.com/o/r/pull/1","issueId":"i"}}`, "Attachment.restore"},
 		{"no action", `{"type":"Comment"}`, "Comment"},
 	}
 	for _, tt := range tests {
@@ -176,6 +193,82 @@ func TestParseIgnored(t *testing.T) {
 				t.Errorf("Parse = %+v, want ignored %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseAttachment(t *testing.T) {
+	t.Parallel()
+	created := fixture(t, "attachment.create.json")
+	at := time.Date(2026, 3, 2, 11, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		body   []byte
+		action connectors.Action
+		link   connectors.ContributionLink // when linked or unlinked
+	}{
+		{"update", mutate(t, created, func(m map[string]any) { m["action"] = "update" }), connectors.ActionLink, helloWorldPR(at)},
+		{"archived by an update", mutate(t, created, func(m map[string]any) {
+			m["action"] = "update"
+			data(m)["archivedAt"] = "2026-03-02T12:00:00.000Z"
+		}), connectors.ActionUnlink, helloWorldPR(at.Add(time.Hour))},
+		{"a GitLab merge request", mutate(t, created, func(m map[string]any) {
+			data(m)["url"] = "https://gitlab.example.com/acme/infra/-/merge_requests/9"
+		}), connectors.ActionLink, connectors.ContributionLink{ID: "3b9f1c2e-7d4a-4e8b-9c6f-1a2b3c4d5e6f",
+			Provider: connectors.ProviderGitLab, Kind: connectors.KindMergeRequest, Host: "gitlab.example.com",
+			Repository: "acme/infra", Number: 9, URL: "https://gitlab.example.com/acme/infra/-/merge_requests/9", UpdatedAt: at}},
+		{"no updatedAt: the send time", mutate(t, created, func(m map[string]any) { delete(data(m), "updatedAt") }),
+			connectors.ActionLink, helloWorldPR(time.UnixMilli(1772449200456).UTC())},
+		{"an issue URL", mutate(t, created, func(m map[string]any) {
+			data(m)["url"] = "https://github.com/Codertocat/Hello-World/issues/1"
+		}), connectors.ActionIgnore, connectors.ContributionLink{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Adapter{}.Parse(workspace, http.Header{}, tt.body)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			adaptertest.CheckParsed(t, connectors.ProviderLinear, workspace, tt.name, got, nil)
+			var want []connectors.ContributionLink
+			if tt.action != connectors.ActionIgnore {
+				want = []connectors.ContributionLink{tt.link}
+			}
+			if got.Action != tt.action || !slices.Equal(got.Links, want) {
+				t.Errorf("Parse = %s %+v, want %s %+v", got.Action, got.Links, tt.action, want)
+			}
+			if tt.action != connectors.ActionIgnore && (got.ExternalID != issueID || got.EntityKey != issueID) {
+				t.Errorf("Parse = %s / %s, want the issue's %s", got.ExternalID, got.EntityKey, issueID)
+			}
+		})
+	}
+}
+
+// previousIdentifiers become former references, without the current one,
+// repeats or blanks, and at most maxFormerRefs of them; an issue's
+// attachments become links, at most maxLinks of them.
+func TestParseFormerRefsAndLinksAreBounded(t *testing.T) {
+	t.Parallel()
+	many := []any{"OPS-7", " ", "ENG-1", "ENG-1"}
+	var attachments []any
+	for i := range 3 * maxLinks {
+		many = append(many, "OLD-"+strconv.Itoa(i))
+		attachments = append(attachments, map[string]any{"id": "a" + strconv.Itoa(i),
+			"url": "https://github.com/acme/api/pull/" + strconv.Itoa(i+1)})
+	}
+	body := mutate(t, fixture(t, "issue.update.team-moved.json"), func(m map[string]any) {
+		data(m)["previousIdentifiers"] = many
+		data(m)["attachments"] = attachments
+	})
+	got, err := Adapter{}.Parse(workspace, http.Header{}, body)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if len(got.FormerRefs) != maxFormerRefs || got.FormerRefs[0] != "ENG-1" || got.FormerRefs[1] != "OLD-0" {
+		t.Errorf("FormerRefs = %v, want %d starting ENG-1, OLD-0", got.FormerRefs, maxFormerRefs)
+	}
+	if len(got.Links) != maxLinks || got.Links[0].Number != 1 || !got.Links[0].UpdatedAt.Equal(got.UpdatedAt) {
+		t.Errorf("Links = %d, first %+v; want %d, the first PR at the issue's time", len(got.Links), got.Links[0], maxLinks)
 	}
 }
 
@@ -194,6 +287,9 @@ func TestParseMalformed(t *testing.T) {
 		{"data not an object", mutate(t, created, func(m map[string]any) { m["data"] = 5 })},
 		{"data.id missing", mutate(t, created, func(m map[string]any) { delete(data(m), "id") })},
 		{"data.id blank", mutate(t, created, func(m map[string]any) { data(m)["id"] = " " })},
+		{"attachment without issueId", mutate(t, fixture(t, "attachment.create.json"), func(m map[string]any) { delete(data(m), "issueId") })},
+		{"attachment without id", mutate(t, fixture(t, "attachment.create.json"), func(m map[string]any) { data(m)["id"] = "" })},
+		{"attachment data not an object", mutate(t, fixture(t, "attachment.create.json"), func(m map[string]any) { m["data"] = []any{} })},
 		{"no identifier and no team", mutate(t, created, func(m map[string]any) {
 			delete(data(m), "identifier")
 			delete(data(m), "team")

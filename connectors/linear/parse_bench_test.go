@@ -16,7 +16,7 @@ func BenchmarkParse(b *testing.B) {
 	}
 	b.Run("decodeWebhook", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := decodeWebhook(body); err != nil {
+			if _, _, _, err := decodeWebhook(body); err != nil {
 				b.Fatal(err)
 			}
 		}
