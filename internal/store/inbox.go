@@ -278,4 +278,11 @@ type ProjectionQueries interface {
 	ListProjectionsDue(ctx context.Context, now time.Time, limit int) ([]Projection, error)
 	// UpdateProjectionSync records a refresh attempt's bookkeeping.
 	UpdateProjectionSync(ctx context.Context, p Projection) error
+	// ListProjectionsOfContribution returns provider's projection rows of
+	// the contribution numbered number in repository (compared
+	// case-insensitively), in every task, ordered by task ID and connection ID.
+	ListProjectionsOfContribution(ctx context.Context, provider, repository string, number int64) ([]Projection, error)
+	// DeleteProjection deletes the row of p's provider, TaskID,
+	// ConnectionID and ProviderID; deleted reports whether one existed.
+	DeleteProjection(ctx context.Context, p Projection) (deleted bool, err error)
 }

@@ -90,6 +90,7 @@ type Queries interface {
 	ConsoleQueries
 	RedeliveryQueries
 	InstallationQueries
+	LinkQueries
 }
 
 // Workspace is a tenant: tasks, steps and tokens belong to one.
@@ -206,7 +207,11 @@ type TaskQueries interface {
 	LockTask(ctx context.Context, id string) (Task, error)
 	LookupTaskByExternalID(ctx context.Context, workspaceID, externalID string) (Task, error)
 	// FindTaskBySourceRef finds a completed task of a workspace by its source
-	// reference (how pull requests name issues).
+	// reference (how pull requests name issues): the completed task whose
+	// current source reference is ref (the oldest first); when there is none,
+	// the completed task that had ref as a former reference
+	// (LinkQueries.InsertRefAlias). A current reference wins over a former
+	// one; ErrNotFound when neither matches.
 	FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (Task, error)
 	// ListTasks lists completed tasks only; tasks still being created are
 	// never listed.

@@ -63,22 +63,30 @@ func (q queries) listProjections(ctx context.Context, where string, args ...any)
 		if provider.Projection == nil {
 			continue
 		}
-		rows, err := q.ex.Query(ctx, `SELECT `+projectionColumns+` FROM `+provider.Projection.Table+` WHERE `+where, args...)
+		var err error
+		if out, err = q.appendProjections(ctx, out, provider.Name, provider.Projection.Table, where, args...); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// appendProjections appends the rows of provider's table that match where.
+func (q queries) appendProjections(ctx context.Context, out []store.Projection, provider, table, where string, args ...any) ([]store.Projection, error) {
+	rows, err := q.ex.Query(ctx, `SELECT `+projectionColumns+` FROM `+table+` WHERE `+where, args...)
+	if err != nil {
+		return nil, q.wrap("list projections", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		p, err := scanProjection(rows, provider)
 		if err != nil {
-			return nil, q.wrap("list projections", err)
+			return nil, q.wrap("scan projection", err)
 		}
-		for rows.Next() {
-			p, err := scanProjection(rows, provider.Name)
-			if err != nil {
-				rows.Close()
-				return nil, q.wrap("scan projection", err)
-			}
-			out = append(out, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, q.wrap("list projections", err)
-		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, q.wrap("list projections", err)
 	}
 	return out, nil
 }
@@ -113,4 +121,32 @@ func (q queries) UpdateProjectionSync(ctx context.Context, p store.Projection) e
 		WHERE task_id = $1 AND connection_id = $2 AND provider_id = $3`,
 		p.TaskID, p.ConnectionID, p.ProviderID, p.SyncAttempts, p.NextSyncAt, nullString(p.SyncError), p.LastSyncedAt)
 	return q.wrap("update projection sync", err)
+}
+
+// ListProjectionsOfContribution reads the rows by number (each projection
+// table's number index) and compares the repository case-insensitively.
+func (q queries) ListProjectionsOfContribution(ctx context.Context, provider, repository string, number int64) ([]store.Projection, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	table, err := projectionTable(provider)
+	if err != nil {
+		return nil, err
+	}
+	return q.appendProjections(ctx, nil, provider, table,
+		`number = $1 AND LOWER(repository) = LOWER($2) ORDER BY task_id, connection_id, provider_id`, number, repository)
+}
+
+func (q queries) DeleteProjection(ctx context.Context, p store.Projection) (bool, error) {
+	table, err := projectionTable(p.Provider)
+	if err != nil {
+		return false, err
+	}
+	if !isCanonicalUUID(p.TaskID) {
+		return false, nil // names no row (PostgreSQL would fail the uuid cast)
+	}
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	n, err := q.ex.Exec(ctx, `DELETE FROM `+table+` WHERE task_id = $1 AND connection_id = $2 AND provider_id = $3`,
+		p.TaskID, p.ConnectionID, p.ProviderID)
+	return n > 0, q.wrap("delete projection", err)
 }

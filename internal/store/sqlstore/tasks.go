@@ -176,10 +176,16 @@ func (q queries) LookupTaskByExternalID(ctx context.Context, workspaceID, extern
 	return q.getTask(ctx, "lookup task by external id", taskByExternalID, workspaceID, externalID)
 }
 
+// FindTaskBySourceRef reads the task in one statement: the oldest completed
+// task whose current reference is ref, else the completed task a former
+// reference of ref names (source_ref_aliases).
 func (q queries) FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (store.Task, error) {
-	return q.getTask(ctx, "find task by source ref",
-		`workspace_id = $1 AND source_provider = $2 AND source_ref = $3 AND creation_state = 'complete'
-		 ORDER BY created_at LIMIT 1`, workspaceID, provider, ref)
+	return q.getTask(ctx, "find task by source ref", `id = COALESCE(
+		(SELECT id FROM tasks WHERE workspace_id = $1 AND source_provider = $2 AND source_ref = $3
+			AND creation_state = 'complete' ORDER BY created_at LIMIT 1),
+		(SELECT t.id FROM source_ref_aliases a JOIN tasks t ON t.id = a.task_id
+			WHERE a.workspace_id = $1 AND a.provider = $2 AND a.ref = $3
+			AND t.workspace_id = $1 AND t.creation_state = 'complete'))`, workspaceID, provider, ref)
 }
 
 func (q queries) ListTasks(ctx context.Context, p store.TaskPage) ([]store.Task, error) {

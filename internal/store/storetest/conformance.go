@@ -41,6 +41,7 @@ var areas = []struct {
 	{"console sessions and inbox activity", consoleTests},
 	{"redelivery requests", redeliveryTests},
 	{"github installations", installationTests},
+	{"contribution links and former references", linkTests},
 }
 
 // Conformance runs the driver conformance suite on every dialect, each test
