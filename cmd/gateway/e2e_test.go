@@ -477,6 +477,25 @@ var fixtureCases = []fixtureCase{
 		}))},
 	{fixture: "linear/issue.remove.json", status: "succeeded", action: "delete",
 		check: deletedAndSuppressed(linearENG124, "deleted at source")},
+	// The attachment of a pull request the gateway has: the PR shows on
+	// the issue's task, and goes when the attachment is removed.
+	{fixture: "linear/attachment.create.json",
+		before: []hookFn{fx("github/pull_request.opened.json"), fx("linear/issue.create.json")},
+		status: "succeeded", action: "link",
+		check: func(t *testing.T, g *gateway, d delivery, prior []delivery) {
+			if d.taskID() != prior[1].taskID() || d.result() != "pull request codertocat/hello-world#2 linked" {
+				t.Errorf("attachment: task %q result %q, want %s linked", d.taskID(), d.result(), prior[1].taskID())
+			}
+			checkContributions(t, g, prior[1].taskID(), []contribution{ghPR.state("open")})
+			checkContributions(t, g, prior[0].taskID(), []contribution{ghPR.state("open")})
+		}},
+	{fixture: "linear/attachment.remove.json",
+		before: []hookFn{fx("github/pull_request.opened.json"), fx("linear/issue.create.json"), fx("linear/attachment.create.json")},
+		status: "succeeded", action: "unlink",
+		check: func(t *testing.T, g *gateway, d delivery, prior []delivery) {
+			checkContributions(t, g, prior[1].taskID(), nil)
+			checkContributions(t, g, prior[0].taskID(), []contribution{ghPR.state("open")})
+		}},
 	{fixture: "linear/comment.create.json", status: "ignored", action: "ignore",
 		check: func(t *testing.T, g *gateway, d delivery, _ []delivery) {
 			if ts := g.tasks(t); len(ts) != 0 {

@@ -140,7 +140,7 @@ func reconcileConfig(t *testing.T, giteaAPI, linearAPI string) string {
 
 // TestRecoverByListingChanges: while the gateway was away an issue was
 // opened and another edited at Gitea, and an issue moved to Done at
-// Linear. Recovery lists them, records each missing state once as a
+// Linear, a pull request attached to it. Recovery lists them, records each missing state once as a
 // delivery processed like a webhook (a task created, one updated, one
 // archived); a second run, the CLI's, records nothing; the states the
 // webhooks already brought are not recorded again.
@@ -169,7 +169,9 @@ func TestRecoverByListingChanges(t *testing.T) {
 			"url":       "https://linear.app/acme/issue/ENG-123/export-fails-for-large-workspaces",
 			"createdAt": "2026-03-02T09:00:00.000Z", "updatedAt": recent.Format(time.RFC3339Nano), "archivedAt": nil,
 			"state": map[string]any{"id": "s", "name": "Done", "type": "completed"}, "team": map[string]any{"id": "t", "key": "ENG", "name": "Engineering"},
-			"labels": map[string]any{"nodes": []any{map[string]any{"id": "l", "name": "Bug"}}}, "attachments": map[string]any{"nodes": []any{}}}}
+			"labels": map[string]any{"nodes": []any{map[string]any{"id": "l", "name": "Bug"}}},
+			"attachments": map[string]any{"nodes": []any{map[string]any{"id": "att-1", "url": "https://github.com/Codertocat/Hello-World/pull/2",
+				"updatedAt": recent.Format(time.RFC3339Nano)}}}}}
 
 		c := specClient{t: t, g: g}
 		for _, conn := range []string{"gitea", "linear"} {
@@ -198,6 +200,12 @@ func TestRecoverByListingChanges(t *testing.T) {
 			linear, ok := byTitle["Export fails for large workspaces"]
 			return edited.ID == giteaTask.taskID() && opened.ID != "" && ok && linear.ID == linearTask.taskID() && linear.ArchivedAt != nil
 		})
+
+		// The pull request attached while the gateway was away links to
+		// the Linear task when it arrives.
+		if d := g.process(t, fixtureHook(t, "github/pull_request.opened.json")); d.action() != "link" || d.taskID() != linearTask.taskID() {
+			t.Errorf("attached pull request: %q on %q (%s), want linked to %s", d.action(), d.taskID(), d.result(), linearTask.taskID())
+		}
 
 		code, out, errOut := runCLI(t, "recover", "--url", g.URL, "--admin-token", testAdminToken, "--connection", "gitea", "--since", "2h")
 		if code != 0 || !strings.HasPrefix(out, "changed items 2, states missing 0, recorded 0\n") {

@@ -52,6 +52,12 @@ type Reader interface {
 	UpsertProjection(ctx context.Context, p store.Projection) error
 	ListProjectionsForTasks(ctx context.Context, taskIDs ...string) ([]store.Projection, error)
 	ApplyInstallationChange(ctx context.Context, c store.InstallationChange) error
+	UpsertContributionLink(ctx context.Context, l store.ContributionLink) (bool, error)
+	ContributionLinksTo(ctx context.Context, workspaceID, provider, host, repository string, number int64) ([]store.ContributionLink, error)
+	ContributionLinksFrom(ctx context.Context, workspaceID, externalID string) ([]store.ContributionLink, error)
+	InsertRefAlias(ctx context.Context, workspaceID, provider, ref, taskID string, at time.Time) error
+	ListProjectionsOfContribution(ctx context.Context, provider, repository string, number int64) ([]store.Projection, error)
+	DeleteProjection(ctx context.Context, p store.Projection) (bool, error)
 }
 
 // Applier implements inbox.Processor.
@@ -149,10 +155,17 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 		}
 		*e.to = found
 	}
-	if ev.Contribution != nil {
+	switch {
+	case ev.Action == connectors.ActionLink || ev.Action == connectors.ActionUnlink:
+		return a.issueLinks(ctx, conn, ev, current, out)
+	case ev.Contribution != nil:
 		return a.contribution(ctx, conn, ev, out)
 	}
-	return a.issue(ctx, conn, ev, current, previous, out)
+	out, err := a.issue(ctx, conn, ev, current, previous, out)
+	if err != nil || len(ev.Links) == 0 || ev.Action == connectors.ActionDelete {
+		return out, err
+	}
+	return out, a.recordIssueLinks(ctx, conn, ev, out.TaskID)
 }
 
 // installation records a GitHub App installation's change. No task
@@ -249,8 +262,21 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 	}
 	// Nothing holds the external ID: LookupSourceEntity has just read it.
 	out, err = a.create(ctx, conn, ev, nil, true, out)
-	if err != nil || !(ev.Action == connectors.ActionClose || ev.Closed) || out.Result != idempotency.Created.String() {
+	if err != nil || out.Result != idempotency.Created.String() {
 		return out, err
+	}
+	// A new task takes the issue's former references and the links to
+	// pull and merge requests recorded before it existed.
+	for _, ref := range ev.FormerRefs {
+		if err := a.st.InsertRefAlias(ctx, conn.Workspace, ev.Source.Provider, ref, out.TaskID, a.now()); err != nil {
+			return out, fmt.Errorf("record former reference: %w", err)
+		}
+	}
+	if err := a.showIssueLinks(ctx, conn.Workspace, ev.ExternalID, out.TaskID); err != nil {
+		return out, err
+	}
+	if !(ev.Action == connectors.ActionClose || ev.Closed) {
+		return out, nil
 	}
 	// A close seen before its open (providers do not order deliveries): the
 	// task mirrors the closed entity, so the older "opened" that arrives
@@ -318,6 +344,9 @@ func (a *Applier) update(ctx context.Context, conn config.Connection, ev connect
 	out.TaskID = task.ID
 	if task.CreationState != store.CreationComplete {
 		return out, fmt.Errorf("task %s is still being created", task.ID)
+	}
+	if err := a.recordFormerRefs(ctx, conn.Workspace, ev, task); err != nil {
+		return out, err
 	}
 	p := tasks.Patch{Source: &store.Source{Provider: ev.Source.Provider, Kind: ev.Source.Kind, Ref: ev.Source.Ref, URL: ev.Source.URL}}
 	if title := cleanTitle(ev.Title); title != "" {

@@ -16,24 +16,64 @@ import (
 )
 
 // contribution handles a pull/merge request event: an existing association
-// is kept current; otherwise the PR/MR links to the task of an issue it
-// references, or (link_or_create) creates a task for itself whose creation
-// includes the remote_contribution_associate step. Either way the provider
-// projection row is written from the payload.
+// is kept current; otherwise the PR/MR links to the task of an issue that
+// links to it by URL (links.go) or that it references, or (link_or_create)
+// creates a task for itself whose creation includes the
+// remote_contribution_associate step. Either way the provider projection
+// row is written from the payload, on its task and on every task of an
+// issue linking to it.
 func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev connectors.Event, out inbox.Outcome) (inbox.Outcome, error) {
 	c := ev.Contribution
 	req := idempotency.RemoteContributionRequest{Provider: conn.Provider, RepositoryID: c.Repository,
 		ContributionKind: c.Kind, ContributionID: strconv.FormatInt(c.ID, 10), ConnectionID: conn.ID}
 	assoc, err := a.st.GetAssociation(ctx, req.Provider, req.ConnectionID, req.ContributionID)
+	associated := err == nil
 	switch {
-	case err == nil:
-		return a.followAssociation(ctx, conn, ev, assoc, out)
-	case !errors.Is(err, store.ErrNotFound):
+	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return out, err
-	}
-	if conn.PullRequests == config.PullRequestsIgnore {
+	case !associated && conn.PullRequests == config.PullRequestsIgnore:
 		out.Status, out.Result = store.DeliveryIgnored, "pull_requests: ignore"
 		return out, nil
+	}
+	linked, err := a.linkedTasks(ctx, conn, c)
+	if err != nil {
+		return out, err
+	}
+	if associated {
+		out, err = a.followAssociation(ctx, conn, ev, assoc, out)
+	} else {
+		out, err = a.associate(ctx, conn, ev, req, linked, out)
+	}
+	if err != nil {
+		return out, err
+	}
+	shown := 0
+	for _, task := range linked {
+		if task.ID == out.TaskID {
+			continue
+		}
+		if err := a.project(ctx, conn, c, task.ID); err != nil {
+			return out, err
+		}
+		if _, err := a.archiveOnMerge(ctx, conn, c, task); err != nil {
+			return out, err
+		}
+		shown++
+	}
+	if shown > 0 {
+		out.Result += "; shown on " + strconv.Itoa(shown) + " task(s) of issues linking to it"
+	}
+	return out, nil
+}
+
+// associate links a PR/MR without an association to a task: that of the
+// first issue linking to it (linked), else of the first issue it
+// references, else (link_or_create) a task of its own.
+func (a *Applier) associate(ctx context.Context, conn config.Connection, ev connectors.Event, req idempotency.RemoteContributionRequest,
+	linked []store.Task, out inbox.Outcome) (inbox.Outcome, error) {
+	c := ev.Contribution
+	if len(linked) > 0 {
+		return a.linkTo(ctx, conn, c, req, linked[0], "linked to "+sourceRef(linked[0])+", which links to it", out)
 	}
 	for _, ref := range c.References {
 		task, err := a.referencedTask(ctx, conn, ref)
@@ -43,23 +83,7 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 		if err != nil {
 			return out, err
 		}
-		linked, err := a.coord.AssociateContribution(ctx, task, req)
-		if err != nil {
-			return out, fmt.Errorf("associate contribution: %w", err)
-		}
-		out.TaskID, out.Action, out.Result = linked.TaskID, "link", "linked to "+ref.Ref
-		if linked.TaskID != task.ID {
-			// Another task holds the association (one task per PR/MR); a
-			// later delivery follows it through the association.
-			out.Result = "already associated with another task"
-			return out, a.project(ctx, conn, c, linked.TaskID)
-		}
-		if archived, err := a.archiveOnMerge(ctx, conn, c, task); err != nil {
-			return out, err
-		} else if archived {
-			out.Result += "; archived on merge"
-		}
-		return out, a.project(ctx, conn, c, linked.TaskID)
+		return a.linkTo(ctx, conn, c, req, task, "linked to "+ref.Ref, out)
 	}
 	if conn.PullRequests != config.PullRequestsLinkOrCreate {
 		out.Status, out.Result = store.DeliveryIgnored, "no referenced task to link (pull_requests: link)"
@@ -69,7 +93,7 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 		out.Status, out.Result = store.DeliveryIgnored, "connection filters do not match"
 		return out, nil
 	}
-	out, err = a.create(ctx, conn, ev, []idempotency.RemoteContributionRequest{req}, false, out)
+	out, err := a.create(ctx, conn, ev, []idempotency.RemoteContributionRequest{req}, false, out)
 	if errors.Is(err, idempotency.ErrStepFailed) {
 		// The PR/MR was linked to another task (an issue's) while its own
 		// creation ran: that creation was aborted, and the delivery follows
@@ -90,6 +114,39 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 		}
 	}
 	return out, a.project(ctx, conn, c, out.TaskID)
+}
+
+// linkTo associates the PR/MR with task (why says what found it) and
+// writes its projection there; when another task holds the association
+// (one task per PR/MR), the projection goes to that task.
+func (a *Applier) linkTo(ctx context.Context, conn config.Connection, c *connectors.Contribution, req idempotency.RemoteContributionRequest,
+	task store.Task, why string, out inbox.Outcome) (inbox.Outcome, error) {
+	linked, err := a.coord.AssociateContribution(ctx, task, req)
+	if err != nil {
+		return out, fmt.Errorf("associate contribution: %w", err)
+	}
+	out.TaskID, out.Action, out.Result = linked.TaskID, "link", why
+	if linked.TaskID != task.ID {
+		// Another task holds the association; a later delivery follows it
+		// through the association.
+		out.Result = "already associated with another task"
+		return out, a.project(ctx, conn, c, linked.TaskID)
+	}
+	if archived, err := a.archiveOnMerge(ctx, conn, c, task); err != nil {
+		return out, err
+	} else if archived {
+		out.Result += "; archived on merge"
+	}
+	return out, a.project(ctx, conn, c, linked.TaskID)
+}
+
+// sourceRef names a task in an outcome by its source reference, else its
+// identifier.
+func sourceRef(t store.Task) string {
+	if t.Source != nil && t.Source.Ref != "" {
+		return t.Source.Ref
+	}
+	return t.Identifier
 }
 
 // referencedTask is the task of the issue ref names, among the tasks of

@@ -23,7 +23,7 @@ import (
 // Task actions (gateway_task_actions_total's action label). Anything a
 // processor reports outside them counts as "other", so the label set stays
 // bounded.
-var taskActions = []string{"create", "update", "archive", "unarchive", "delete", "link", "ignore", "suppress", "stale"}
+var taskActions = []string{"create", "update", "archive", "unarchive", "delete", "link", "unlink", "ignore", "suppress", "stale"}
 
 // latencyBuckets span a fast acknowledgement (a millisecond) to a provider's
 // timeout (GitHub waits 10 s).

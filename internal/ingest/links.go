@@ -1,0 +1,265 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/inbox"
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// This file holds the links an issue makes to pull and merge requests by
+// URL (a Linear attachment of a GitHub pull request), and the former
+// references of tasks (a Linear identifier before a team move).
+//
+// A link is recorded under the issue's external ID, not its task, so that
+// it holds whatever order the deliveries come in: the attachment before
+// the issue's create, or before the pull request's first delivery. A
+// pull or merge request links through the creation coordinator to at most
+// one task (its association); a link makes it
+//   - link to the issue's task when it has no association yet, in
+//     preference to the issues its text references;
+//   - show on the issue's task, with its projection kept current by its
+//     deliveries, when it is associated with another task (the task it
+//     created, or another issue's).
+
+// issueLinks applies a link or unlink event (ActionLink, ActionUnlink):
+// each link is recorded (a removal as a tombstone, so an older create
+// arriving late is not applied), then shown on or taken off the issue's
+// task when it has one.
+func (a *Applier) issueLinks(ctx context.Context, conn config.Connection, ev connectors.Event, current store.SourceEntity,
+	out inbox.Outcome) (inbox.Outcome, error) {
+	task, found, err := a.resolve(ctx, current)
+	if err != nil {
+		return out, err
+	}
+	removed := ev.Action == connectors.ActionUnlink
+	var results []string
+	stale := 0
+	for _, l := range ev.Links {
+		applied, err := a.st.UpsertContributionLink(ctx, linkRow(conn.Workspace, ev.ExternalID, l, removed))
+		if err != nil {
+			return out, fmt.Errorf("record link: %w", err)
+		}
+		name := linkName(l)
+		switch {
+		case !applied:
+			stale++
+			continue
+		case !found:
+			results = append(results, name+" recorded; the issue has no task yet")
+			continue
+		case removed:
+			if _, err := a.hideContribution(ctx, task, l); err != nil {
+				return out, err
+			}
+			results = append(results, name+" unlinked")
+			continue
+		}
+		shown, err := a.showContribution(ctx, task, l)
+		if err != nil {
+			return out, err
+		}
+		if shown {
+			results = append(results, name+" linked")
+		} else {
+			results = append(results, name+" recorded; it links when the gateway receives it")
+		}
+	}
+	if found {
+		out.TaskID = task.ID
+	}
+	if stale == len(ev.Links) {
+		out.Result = StaleUpdateSkipped
+		return out, nil
+	}
+	out.Result = strings.Join(results, "; ")
+	return out, nil
+}
+
+// recordIssueLinks records the links an issue event carries (recovery
+// reads an issue's attachments with it) and shows them on its task. Only
+// additions: a removal comes as its own delivery.
+func (a *Applier) recordIssueLinks(ctx context.Context, conn config.Connection, ev connectors.Event, taskID string) error {
+	for _, l := range ev.Links {
+		if _, err := a.st.UpsertContributionLink(ctx, linkRow(conn.Workspace, ev.ExternalID, l, false)); err != nil {
+			return fmt.Errorf("record link: %w", err)
+		}
+	}
+	if taskID == "" {
+		return nil
+	}
+	return a.showIssueLinks(ctx, conn.Workspace, ev.ExternalID, taskID)
+}
+
+// showIssueLinks shows on a task every live link its issue has: links
+// recorded before the task existed, or recovered with the issue.
+func (a *Applier) showIssueLinks(ctx context.Context, workspaceID, externalID, taskID string) error {
+	links, err := a.st.ContributionLinksFrom(ctx, workspaceID, externalID)
+	if err != nil || len(links) == 0 {
+		return err
+	}
+	task, err := a.st.GetTask(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if _, err := a.showContribution(ctx, task, connectors.ContributionLink{Provider: l.Provider, Host: l.Host,
+			Repository: l.Repository, Number: l.Number}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func linkRow(workspaceID, externalID string, l connectors.ContributionLink, removed bool) store.ContributionLink {
+	return store.ContributionLink{WorkspaceID: workspaceID, LinkID: l.ID, ExternalID: externalID, Provider: l.Provider,
+		Host: l.Host, Repository: l.Repository, Number: l.Number, URL: l.URL, Removed: removed, UpdatedAt: l.UpdatedAt.UTC()}
+}
+
+// linkName is how an outcome names a link's PR/MR: "pull request
+// acme/api#42", "merge request acme/infra!9".
+func linkName(l connectors.ContributionLink) string {
+	if l.Kind == connectors.KindMergeRequest {
+		return "merge request " + l.Repository + "!" + strconv.FormatInt(l.Number, 10)
+	}
+	return "pull request " + l.Repository + "#" + strconv.FormatInt(l.Number, 10)
+}
+
+// linkedProjections are the projection rows of l's PR/MR the gateway holds
+// in task's workspace: rows of a connection of l's provider and host (in
+// any task), which is where a PR/MR the gateway has received is described.
+func (a *Applier) linkedProjections(ctx context.Context, workspaceID string, l connectors.ContributionLink) ([]store.Projection, error) {
+	rows, err := a.st.ListProjectionsOfContribution(ctx, l.Provider, l.Repository, l.Number)
+	if err != nil {
+		return nil, fmt.Errorf("find linked contribution: %w", err)
+	}
+	return slices.DeleteFunc(rows, func(p store.Projection) bool {
+		c, ok := a.conns(p.ConnectionID)
+		return !ok || c.Workspace != workspaceID || c.Provider != l.Provider || !strings.EqualFold(c.Host, l.Host)
+	}), nil
+}
+
+// showContribution puts l's PR/MR on task when the gateway has received
+// it: the newest row it holds of each (connection, PR/MR) is copied to the
+// task. shown is false when the gateway has not received the PR/MR yet;
+// its first delivery links it then.
+func (a *Applier) showContribution(ctx context.Context, task store.Task, l connectors.ContributionLink) (shown bool, err error) {
+	rows, err := a.linkedProjections(ctx, task.WorkspaceID, l)
+	if err != nil || len(rows) == 0 {
+		return false, err
+	}
+	// The newest row of each (connection, PR/MR) held by another task; the
+	// upsert keeps the task's own row when that one is newer.
+	newest := map[string]store.Projection{}
+	for _, p := range rows {
+		key := p.ConnectionID + "|" + strconv.FormatInt(p.ProviderID, 10)
+		if have, ok := newest[key]; p.TaskID != task.ID && (!ok || newer(p, have)) {
+			newest[key] = p
+		}
+	}
+	for _, p := range newest {
+		// The copy describes the PR/MR as the newest row does; the PR/MR's
+		// next delivery brings every row up to date, so it is not
+		// refreshed through the API on its own.
+		p.TaskID, p.SyncAttempts, p.NextSyncAt, p.SyncError = task.ID, 0, nil, ""
+		if err := a.st.UpsertProjection(ctx, p); err != nil {
+			return false, fmt.Errorf("show linked contribution: %w", err)
+		}
+	}
+	return true, nil
+}
+
+func newer(p, than store.Projection) bool {
+	switch {
+	case p.ProviderUpdatedAt == nil:
+		return false
+	case than.ProviderUpdatedAt == nil:
+		return true
+	}
+	return p.ProviderUpdatedAt.After(*than.ProviderUpdatedAt)
+}
+
+// hideContribution takes l's PR/MR off task, unless the PR/MR is
+// associated with the task (it linked to it, through the coordinator, and
+// that is never undone).
+func (a *Applier) hideContribution(ctx context.Context, task store.Task, l connectors.ContributionLink) (int, error) {
+	rows, err := a.linkedProjections(ctx, task.WorkspaceID, l)
+	if err != nil {
+		return 0, err
+	}
+	hidden := 0
+	for _, p := range rows {
+		if p.TaskID != task.ID {
+			continue
+		}
+		assoc, err := a.st.GetAssociation(ctx, p.Provider, p.ConnectionID, strconv.FormatInt(p.ProviderID, 10))
+		switch {
+		case err == nil && assoc.TaskID == task.ID:
+			continue
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return hidden, err
+		}
+		if _, err := a.st.DeleteProjection(ctx, p); err != nil {
+			return hidden, fmt.Errorf("hide linked contribution: %w", err)
+		}
+		hidden++
+	}
+	return hidden, nil
+}
+
+// linkedTasks are the tasks of the issues that link to c by URL (through
+// conn's provider and host), in the order the links were made; tasks of
+// suppressed or absent issues are left out.
+func (a *Applier) linkedTasks(ctx context.Context, conn config.Connection, c *connectors.Contribution) ([]store.Task, error) {
+	links, err := a.st.ContributionLinksTo(ctx, conn.Workspace, conn.Provider, strings.ToLower(conn.Host),
+		strings.ToLower(c.Repository), c.Number)
+	if err != nil {
+		return nil, fmt.Errorf("find links to the contribution: %w", err)
+	}
+	var out []store.Task
+	for _, l := range links {
+		e, err := a.st.LookupSourceEntity(ctx, conn.Workspace, l.ExternalID)
+		if err != nil {
+			return nil, err
+		}
+		if e.Suppressed {
+			continue
+		}
+		task, ok, err := a.resolve(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if ok && task.CreationState == store.CreationComplete &&
+			!slices.ContainsFunc(out, func(t store.Task) bool { return t.ID == task.ID }) {
+			out = append(out, task)
+		}
+	}
+	return out, nil
+}
+
+// recordFormerRefs records the references task had before ev: the one ev
+// replaces (a Linear team move, a Jira project move, a GitHub transfer)
+// and those ev names (Linear's previousIdentifiers), so a pull request
+// naming an old one still finds the task. It runs before the update: a
+// stale ev may record the task's current reference, which names the same
+// task and which the current match finds first anyway.
+func (a *Applier) recordFormerRefs(ctx context.Context, workspaceID string, ev connectors.Event, task store.Task) error {
+	provider := ev.Source.Provider
+	refs := ev.FormerRefs
+	if s := task.Source; s != nil && s.Provider == provider && s.Ref != "" && s.Ref != ev.Source.Ref {
+		refs = append(slices.Clip(refs), s.Ref)
+	}
+	for _, ref := range refs {
+		if err := a.st.InsertRefAlias(ctx, workspaceID, provider, ref, task.ID, a.now()); err != nil {
+			return fmt.Errorf("record former reference: %w", err)
+		}
+	}
+	return nil
+}
