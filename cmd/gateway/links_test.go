@@ -5,6 +5,7 @@ package main
 // before a team move), on both dialects.
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -80,7 +81,14 @@ func TestAttachedPullRequestFollowsItsDeliveries(t *testing.T) {
 		for _, id := range []string{own.taskID(), issue.taskID()} {
 			checkContributions(t, g, id, []contribution{ghPR.state("closed")})
 		}
-		g.process(t, fixtureHook(t, "linear/attachment.remove.json"))
+		unlinked := g.process(t, fixtureHook(t, "linear/attachment.remove.json"))
+		// The link and unlink outcomes and the linked task's contributions
+		// read as the API document says.
+		c := specClient{t: t, g: g}
+		for _, path := range []string{"/api/v1/deliveries/" + unlinked.ID, "/api/v1/tasks/" + own.taskID() + "/contributions",
+			"/api/v1/deliveries?connection=linear"} {
+			c.call(http.MethodGet, path, nil, http.StatusOK)
+		}
 		checkContributions(t, g, issue.taskID(), nil)
 		checkContributions(t, g, own.taskID(), []contribution{ghPR.state("closed")})
 		if d := g.process(t, fixtureHook(t, "github/pull_request.reopened.json")); strings.Contains(d.result(), "shown on") {
