@@ -50,7 +50,8 @@ func TestAttachedPullRequestLinks(t *testing.T) {
 		checkContributions(t, g, issue.taskID(), []contribution{ghPR.state("closed")})
 		// Removing the attachment does not undo the link the pull request
 		// made through the coordinator.
-		if d := g.process(t, fixtureHook(t, "linear/attachment.remove.json")); d.Status != "succeeded" || d.action() != "unlink" {
+		if d := g.process(t, fixtureHook(t, "linear/attachment.remove.json")); d.Status != "succeeded" || d.action() != "unlink" ||
+			d.result() != "pull request codertocat/hello-world#2 unlinked; it stays on the task, which it linked to itself" {
 			t.Errorf("attachment removed: %q %q (%s)", d.Status, d.action(), d.result())
 		}
 		checkContributions(t, g, issue.taskID(), []contribution{ghPR.state("closed")})
@@ -82,6 +83,9 @@ func TestAttachedPullRequestFollowsItsDeliveries(t *testing.T) {
 			checkContributions(t, g, id, []contribution{ghPR.state("closed")})
 		}
 		unlinked := g.process(t, fixtureHook(t, "linear/attachment.remove.json"))
+		if unlinked.result() != "pull request codertocat/hello-world#2 unlinked" {
+			t.Errorf("attachment removed: %s", unlinked.result())
+		}
 		// The link and unlink outcomes and the linked task's contributions
 		// read as the API document says.
 		c := specClient{t: t, g: g}

@@ -56,10 +56,15 @@ func (a *Applier) issueLinks(ctx context.Context, conn config.Connection, ev con
 			results = append(results, name+" recorded; the issue has no task yet")
 			continue
 		case removed:
-			if _, err := a.hideContribution(ctx, task, l); err != nil {
+			kept, err := a.hideContribution(ctx, task, l)
+			if err != nil {
 				return out, err
 			}
-			results = append(results, name+" unlinked")
+			if kept {
+				results = append(results, name+" unlinked; it stays on the task, which it linked to itself")
+			} else {
+				results = append(results, name+" unlinked")
+			}
 			continue
 		}
 		shown, err := a.showContribution(ctx, task, l)
@@ -188,13 +193,12 @@ func newer(p, than store.Projection) bool {
 
 // hideContribution takes l's PR/MR off task, unless the PR/MR is
 // associated with the task (it linked to it, through the coordinator, and
-// that is never undone).
-func (a *Applier) hideContribution(ctx context.Context, task store.Task, l connectors.ContributionLink) (int, error) {
+// that is never undone): kept says so.
+func (a *Applier) hideContribution(ctx context.Context, task store.Task, l connectors.ContributionLink) (kept bool, err error) {
 	rows, err := a.linkedProjections(ctx, task.WorkspaceID, l)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	hidden := 0
 	for _, p := range rows {
 		if p.TaskID != task.ID {
 			continue
@@ -202,16 +206,16 @@ func (a *Applier) hideContribution(ctx context.Context, task store.Task, l conne
 		assoc, err := a.st.GetAssociation(ctx, p.Provider, p.ConnectionID, strconv.FormatInt(p.ProviderID, 10))
 		switch {
 		case err == nil && assoc.TaskID == task.ID:
+			kept = true
 			continue
 		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return hidden, err
+			return kept, err
 		}
 		if _, err := a.st.DeleteProjection(ctx, p); err != nil {
-			return hidden, fmt.Errorf("hide linked contribution: %w", err)
+			return kept, fmt.Errorf("hide linked contribution: %w", err)
 		}
-		hidden++
 	}
-	return hidden, nil
+	return kept, nil
 }
 
 // linkedTasks are the tasks of the issues that link to c by URL (through
