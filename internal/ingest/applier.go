@@ -262,11 +262,12 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 	}
 	// Nothing holds the external ID: LookupSourceEntity has just read it.
 	out, err = a.create(ctx, conn, ev, nil, true, out)
-	if err != nil || out.Result != idempotency.Created.String() {
+	if err != nil {
 		return out, err
 	}
 	// A new task takes the issue's former references and the links to
-	// pull and merge requests recorded before it existed.
+	// pull and merge requests recorded before it existed; also when the
+	// create found the task (a retry after a crash right after creating).
 	for _, ref := range ev.FormerRefs {
 		if err := a.st.InsertRefAlias(ctx, conn.Workspace, ev.Source.Provider, ref, out.TaskID, a.now()); err != nil {
 			return out, fmt.Errorf("record former reference: %w", err)
@@ -275,7 +276,7 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 	if err := a.showIssueLinks(ctx, conn.Workspace, ev.ExternalID, out.TaskID); err != nil {
 		return out, err
 	}
-	if !(ev.Action == connectors.ActionClose || ev.Closed) {
+	if !(ev.Action == connectors.ActionClose || ev.Closed) || out.Result != idempotency.Created.String() {
 		return out, nil
 	}
 	// A close seen before its open (providers do not order deliveries): the
