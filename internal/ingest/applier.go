@@ -161,11 +161,26 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 	case ev.Contribution != nil:
 		return a.contribution(ctx, conn, ev, out)
 	}
+	// An issue event may carry links (recovery reads an issue with its
+	// attachments): recorded first, so a create shows them with the
+	// others its issue has (issue); otherwise they are shown here.
+	var links []connectors.ContributionLink
+	if ev.Action != connectors.ActionDelete {
+		var err error
+		if links, err = a.recordLinks(ctx, conn.Workspace, ev.ExternalID, ev.Links, false); err != nil {
+			return out, err
+		}
+	}
 	out, err := a.issue(ctx, conn, ev, current, previous, out)
-	if err != nil || len(ev.Links) == 0 || ev.Action == connectors.ActionDelete {
+	if err != nil || out.TaskID == "" || out.Action == "create" {
 		return out, err
 	}
-	return out, a.recordIssueLinks(ctx, conn, ev, out.TaskID)
+	for _, l := range links {
+		if _, err := a.showContribution(ctx, conn.Workspace, out.TaskID, l); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // installation records a GitHub App installation's change. No task
@@ -268,10 +283,8 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 	// A new task takes the issue's former references and the links to
 	// pull and merge requests recorded before it existed; also when the
 	// create found the task (a retry after a crash right after creating).
-	for _, ref := range ev.FormerRefs {
-		if err := a.st.InsertRefAlias(ctx, conn.Workspace, ev.Source.Provider, ref, out.TaskID, a.now()); err != nil {
-			return out, fmt.Errorf("record former reference: %w", err)
-		}
+	if err := a.recordFormerRefs(ctx, conn.Workspace, ev, store.Task{ID: out.TaskID}); err != nil {
+		return out, err
 	}
 	if err := a.showIssueLinks(ctx, conn.Workspace, ev.ExternalID, out.TaskID); err != nil {
 		return out, err

@@ -40,23 +40,25 @@ func (a *Applier) issueLinks(ctx context.Context, conn config.Connection, ev con
 		return out, err
 	}
 	removed := ev.Action == connectors.ActionUnlink
+	applied, err := a.recordLinks(ctx, conn.Workspace, ev.ExternalID, ev.Links, removed)
+	if err != nil {
+		return out, err
+	}
+	if found {
+		out.TaskID = task.ID
+	}
+	if len(applied) == 0 {
+		out.Result = StaleUpdateSkipped
+		return out, nil
+	}
 	var results []string
-	stale := 0
-	for _, l := range ev.Links {
-		applied, err := a.st.UpsertContributionLink(ctx, linkRow(conn.Workspace, ev.ExternalID, l, removed))
-		if err != nil {
-			return out, fmt.Errorf("record link: %w", err)
-		}
+	for _, l := range applied {
 		name := linkName(l)
 		switch {
-		case !applied:
-			stale++
-			continue
 		case !found:
 			results = append(results, name+" recorded; the issue has no task yet")
-			continue
 		case removed:
-			kept, err := a.hideContribution(ctx, task, l)
+			kept, err := a.hideContribution(ctx, conn.Workspace, task.ID, l)
 			if err != nil {
 				return out, err
 			}
@@ -65,57 +67,49 @@ func (a *Applier) issueLinks(ctx context.Context, conn config.Connection, ev con
 			} else {
 				results = append(results, name+" unlinked")
 			}
-			continue
+		default:
+			shown, err := a.showContribution(ctx, conn.Workspace, task.ID, l)
+			if err != nil {
+				return out, err
+			}
+			if shown {
+				results = append(results, name+" linked")
+			} else {
+				results = append(results, name+" recorded; it links when the gateway receives it")
+			}
 		}
-		shown, err := a.showContribution(ctx, task, l)
-		if err != nil {
-			return out, err
-		}
-		if shown {
-			results = append(results, name+" linked")
-		} else {
-			results = append(results, name+" recorded; it links when the gateway receives it")
-		}
-	}
-	if found {
-		out.TaskID = task.ID
-	}
-	if stale == len(ev.Links) {
-		out.Result = StaleUpdateSkipped
-		return out, nil
 	}
 	out.Result = strings.Join(results, "; ")
 	return out, nil
 }
 
-// recordIssueLinks records the links an issue event carries (recovery
-// reads an issue's attachments with it) and shows them on its task. Only
-// additions: a removal comes as its own delivery.
-func (a *Applier) recordIssueLinks(ctx context.Context, conn config.Connection, ev connectors.Event, taskID string) error {
-	for _, l := range ev.Links {
-		if _, err := a.st.UpsertContributionLink(ctx, linkRow(conn.Workspace, ev.ExternalID, l, false)); err != nil {
-			return fmt.Errorf("record link: %w", err)
+// recordLinks records an issue's links (removed: their removal) and
+// returns those written: a link whose stored row is later is left as it
+// is.
+func (a *Applier) recordLinks(ctx context.Context, workspaceID, externalID string, links []connectors.ContributionLink,
+	removed bool) ([]connectors.ContributionLink, error) {
+	var applied []connectors.ContributionLink
+	for _, l := range links {
+		ok, err := a.st.UpsertContributionLink(ctx, linkRow(workspaceID, externalID, l, removed))
+		if err != nil {
+			return nil, fmt.Errorf("record link: %w", err)
+		}
+		if ok {
+			applied = append(applied, l)
 		}
 	}
-	if taskID == "" {
-		return nil
-	}
-	return a.showIssueLinks(ctx, conn.Workspace, ev.ExternalID, taskID)
+	return applied, nil
 }
 
-// showIssueLinks shows on a task every live link its issue has: links
-// recorded before the task existed, or recovered with the issue.
+// showIssueLinks shows on a new task every live link its issue has: links
+// recorded before the task existed, or with the delivery that created it.
 func (a *Applier) showIssueLinks(ctx context.Context, workspaceID, externalID, taskID string) error {
 	links, err := a.st.ContributionLinksFrom(ctx, workspaceID, externalID)
-	if err != nil || len(links) == 0 {
-		return err
-	}
-	task, err := a.st.GetTask(ctx, taskID)
 	if err != nil {
 		return err
 	}
 	for _, l := range links {
-		if _, err := a.showContribution(ctx, task, connectors.ContributionLink{Provider: l.Provider, Host: l.Host,
+		if _, err := a.showContribution(ctx, workspaceID, taskID, connectors.ContributionLink{Provider: l.Provider, Host: l.Host,
 			Repository: l.Repository, Number: l.Number}); err != nil {
 			return err
 		}
@@ -138,7 +132,7 @@ func linkName(l connectors.ContributionLink) string {
 }
 
 // linkedProjections are the projection rows of l's PR/MR the gateway holds
-// in task's workspace: rows of a connection of l's provider and host (in
+// in the workspace: rows of a connection of l's provider and host (in
 // any task), which is where a PR/MR the gateway has received is described.
 func (a *Applier) linkedProjections(ctx context.Context, workspaceID string, l connectors.ContributionLink) ([]store.Projection, error) {
 	rows, err := a.st.ListProjectionsOfContribution(ctx, l.Provider, l.Repository, l.Number)
@@ -151,12 +145,12 @@ func (a *Applier) linkedProjections(ctx context.Context, workspaceID string, l c
 	}), nil
 }
 
-// showContribution puts l's PR/MR on task when the gateway has received
+// showContribution puts l's PR/MR on the task when the gateway has received
 // it: the newest row it holds of each (connection, PR/MR) is copied to the
 // task. shown is false when the gateway has not received the PR/MR yet;
 // its first delivery links it then.
-func (a *Applier) showContribution(ctx context.Context, task store.Task, l connectors.ContributionLink) (shown bool, err error) {
-	rows, err := a.linkedProjections(ctx, task.WorkspaceID, l)
+func (a *Applier) showContribution(ctx context.Context, workspaceID, taskID string, l connectors.ContributionLink) (shown bool, err error) {
+	rows, err := a.linkedProjections(ctx, workspaceID, l)
 	if err != nil || len(rows) == 0 {
 		return false, err
 	}
@@ -165,7 +159,7 @@ func (a *Applier) showContribution(ctx context.Context, task store.Task, l conne
 	newest := map[string]store.Projection{}
 	for _, p := range rows {
 		key := p.ConnectionID + "|" + strconv.FormatInt(p.ProviderID, 10)
-		if have, ok := newest[key]; p.TaskID != task.ID && (!ok || newer(p, have)) {
+		if have, ok := newest[key]; p.TaskID != taskID && (!ok || newer(p, have)) {
 			newest[key] = p
 		}
 	}
@@ -173,7 +167,7 @@ func (a *Applier) showContribution(ctx context.Context, task store.Task, l conne
 		// The copy describes the PR/MR as the newest row does; the PR/MR's
 		// next delivery brings every row up to date, so it is not
 		// refreshed through the API on its own.
-		p.TaskID, p.SyncAttempts, p.NextSyncAt, p.SyncError = task.ID, 0, nil, ""
+		p.TaskID, p.SyncAttempts, p.NextSyncAt, p.SyncError = taskID, 0, nil, ""
 		if err := a.st.UpsertProjection(ctx, p); err != nil {
 			return false, fmt.Errorf("show linked contribution: %w", err)
 		}
@@ -191,21 +185,21 @@ func newer(p, than store.Projection) bool {
 	return p.ProviderUpdatedAt.After(*than.ProviderUpdatedAt)
 }
 
-// hideContribution takes l's PR/MR off task, unless the PR/MR is
+// hideContribution takes l's PR/MR off the task, unless the PR/MR is
 // associated with the task (it linked to it, through the coordinator, and
 // that is never undone): kept says so.
-func (a *Applier) hideContribution(ctx context.Context, task store.Task, l connectors.ContributionLink) (kept bool, err error) {
-	rows, err := a.linkedProjections(ctx, task.WorkspaceID, l)
+func (a *Applier) hideContribution(ctx context.Context, workspaceID, taskID string, l connectors.ContributionLink) (kept bool, err error) {
+	rows, err := a.linkedProjections(ctx, workspaceID, l)
 	if err != nil {
 		return false, err
 	}
 	for _, p := range rows {
-		if p.TaskID != task.ID {
+		if p.TaskID != taskID {
 			continue
 		}
 		assoc, err := a.st.GetAssociation(ctx, p.Provider, p.ConnectionID, strconv.FormatInt(p.ProviderID, 10))
 		switch {
-		case err == nil && assoc.TaskID == task.ID:
+		case err == nil && assoc.TaskID == taskID:
 			kept = true
 			continue
 		case err != nil && !errors.Is(err, store.ErrNotFound):
