@@ -1,0 +1,98 @@
+// Package events is the task event as consumers see it, in the feed and in
+// outbound webhook bodies alike: {id, type, timestamp, workspace_id, data}
+// (docs/design.md, "Task events out"). The outbox row (store.TaskEvent)
+// holds the event's data; this package names its types, formats its id and
+// wraps a row into the JSON every consumer reads.
+package events
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trackergateway/gateway/internal/store"
+)
+
+// Event types, as consumers subscribe to them.
+const (
+	TypeCreated              = "task.created"
+	TypeUpdated              = "task.updated"
+	TypeArchived             = "task.archived"
+	TypeUnarchived           = "task.unarchived"
+	TypeDeleted              = "task.deleted"
+	TypeContributionLinked   = "task.contribution_linked"
+	TypeContributionUpdated  = "task.contribution_updated"
+	TypeContributionUnlinked = "task.contribution_unlinked"
+)
+
+// Types lists every event type in the order the documentation lists them.
+var Types = []string{TypeCreated, TypeUpdated, TypeArchived, TypeUnarchived, TypeDeleted,
+	TypeContributionLinked, TypeContributionUpdated, TypeContributionUnlinked}
+
+// KnownType reports whether t is an event type.
+func KnownType(t string) bool {
+	for _, k := range Types {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// idPrefix starts every event id; the rest is the outbox row id as 16
+// lower-case hex digits, so ids sort as strings in the order they sort as
+// numbers and a consumer may compare them without knowing what they hold.
+const idPrefix = "evt_"
+
+// ErrInvalidID: an event id (or a feed cursor) that this gateway did not
+// make.
+var ErrInvalidID = errors.New("invalid event id")
+
+// FormatID is the public id of outbox row id.
+func FormatID(id int64) string {
+	s := strconv.FormatUint(uint64(id), 16)
+	return idPrefix + strings.Repeat("0", 16-len(s)) + s
+}
+
+// ParseID is the outbox row id of a public event id.
+func ParseID(s string) (int64, error) {
+	hex, ok := strings.CutPrefix(s, idPrefix)
+	if !ok || len(hex) != 16 {
+		return 0, ErrInvalidID
+	}
+	n, err := strconv.ParseUint(hex, 16, 63)
+	if err != nil || strings.ToLower(hex) != hex {
+		return 0, ErrInvalidID
+	}
+	return int64(n), nil
+}
+
+// Event is one task event as consumers read it.
+type Event struct {
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Timestamp   time.Time       `json:"timestamp"`
+	WorkspaceID string          `json:"workspace_id"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// FromRow is the consumers' view of an outbox row.
+func FromRow(e store.TaskEvent) (Event, error) {
+	data := json.RawMessage(e.Payload)
+	if !json.Valid(data) {
+		return Event{}, fmt.Errorf("task event %d: payload is not JSON", e.ID)
+	}
+	return Event{ID: FormatID(e.ID), Type: e.Type, Timestamp: e.CreatedAt.UTC(), WorkspaceID: e.WorkspaceID, Data: data}, nil
+}
+
+// Body is the JSON of e: the feed's item and an outbound webhook's body.
+func Body(e store.TaskEvent) ([]byte, error) {
+	ev, err := FromRow(e)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(ev)
+}
