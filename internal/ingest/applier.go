@@ -116,7 +116,9 @@ type parsed struct {
 	ev   connectors.Event
 }
 
-// Process applies the event.
+// Process applies the event. Provider timestamps far ahead of the clock
+// are taken as the receipt time first (timestamps.go), and the outcome
+// says so.
 func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepared) (inbox.Outcome, error) {
 	pp, ok := p.Parsed.(parsed)
 	if !ok {
@@ -126,6 +128,20 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 		}
 		pp = parsed{conn: conn, ev: ev}
 	}
+	var note string
+	pp.ev, note = a.boundTimestamps(pp.ev, d.ReceivedAt)
+	out, err := a.apply(ctx, d, pp)
+	if err == nil && note != "" {
+		if out.Result != "" {
+			out.Result += "; "
+		}
+		out.Result += note
+	}
+	return out, err
+}
+
+// apply applies the parsed event.
+func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox.Outcome, error) {
 	conn, ev := pp.conn, pp.ev
 	out := inbox.Outcome{ExternalID: ev.ExternalID, Action: string(ev.Action)}
 	if ev.Installation != nil {
