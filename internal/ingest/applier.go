@@ -183,7 +183,7 @@ func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox
 	var links []connectors.ContributionLink
 	if ev.Action != connectors.ActionDelete {
 		var err error
-		if links, err = a.recordLinks(ctx, conn.Workspace, ev.ExternalID, ev.Links, false); err != nil {
+		if links, err = a.recordLinks(ctx, conn, ev.ExternalID, ev.Links, false); err != nil {
 			return out, err
 		}
 	}
