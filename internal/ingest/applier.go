@@ -201,8 +201,12 @@ func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox
 
 // installation records a GitHub App installation's change. No task
 // changes, so the delivery is ignored as far as tasks go (and counted so);
-// its outcome names what was recorded.
+// its outcome names what was recorded, or why nothing was
+// (installations.go).
 func (a *Applier) installation(ctx context.Context, d store.Delivery, conn config.Connection, c *connectors.InstallationChange) (inbox.Outcome, error) {
+	if why := foreignInstallation(conn, c); why != "" {
+		return inbox.Outcome{Status: store.DeliveryIgnored, Action: InstallationAction, Result: "not recorded: " + why}, nil
+	}
 	at := c.At
 	if at.IsZero() {
 		at = d.ReceivedAt
