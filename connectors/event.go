@@ -127,7 +127,10 @@ type Event struct {
 // InstallationChange is what an installation delivery says about a GitHub
 // App installation.
 type InstallationChange struct {
-	ID          int64
+	ID int64
+	// AppID is the GitHub App the installation is of (installation.app_id);
+	// 0 when the payload names none.
+	AppID       int64
 	Account     string // account.login of the user or organization
 	AccountType string // User | Organization
 	// Action is the provider's: created, deleted, suspend, unsuspend,

@@ -398,8 +398,9 @@ func TestOpenAPIResponses(t *testing.T) {
 			t.Errorf("replayed delivery = %s %s, want succeeded create", replayed.Status, replayed.action())
 		}
 
-		// GitHub App installations: one recorded, suspended; an unknown
-		// connection.
+		// GitHub App installations at the repository-hook connection (not
+		// recorded: it is no App's; installations_test.go reads an App
+		// connection's); an unknown connection.
 		for _, f := range []string{"github/installation.created.json", "github/installation.suspend.json"} {
 			var r receipt
 			decode(t, c.webhook(fixtureHook(t, f), http.StatusAccepted).body, &r)

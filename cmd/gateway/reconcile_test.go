@@ -156,7 +156,12 @@ func TestRecoverByListingChanges(t *testing.T) {
 		linearTask := g.process(t, fixtureHook(t, "linear/issue.create.json"))
 
 		repo := map[string]any{"id": 1, "name": "repo", "owner": "test", "full_name": "test/repo"}
+		// One bad item in each listing (an issue without its repository, an
+		// issue whose updatedAt is no time) is skipped and reported; the
+		// items around it are recorded.
 		gt.items = []map[string]any{
+			{"id": 9, "number": 9, "title": "no repository", "body": "", "state": "open",
+				"html_url": "http://localhost:3000/test/repo/issues/9", "labels": []any{}, "updated_at": recent.Format(time.RFC3339)},
 			{"id": 2, "number": 2, "title": "crash (edited while away)", "body": "issue body", "state": "open",
 				"html_url": "http://localhost:3000/test/repo/issues/2", "labels": []any{}, "repository": repo,
 				"updated_at": recent.Format(time.RFC3339)},
@@ -172,6 +177,10 @@ func TestRecoverByListingChanges(t *testing.T) {
 			"labels": map[string]any{"nodes": []any{map[string]any{"id": "l", "name": "Bug"}}},
 			"attachments": map[string]any{"nodes": []any{map[string]any{"id": "att-1", "url": "https://github.com/Codertocat/Hello-World/pull/2",
 				"updatedAt": recent.Format(time.RFC3339Nano)}}}}}
+		ln.items = append([]map[string]any{{"id": "0badda7e-0000-4000-8000-000000000000", "identifier": "ENG-9", "number": 9,
+			"title": "bad time", "url": "https://linear.app/acme/issue/ENG-9", "createdAt": "2026-03-02T09:00:00.000Z",
+			"updatedAt": "not-a-date", "state": map[string]any{"id": "s", "name": "Todo", "type": "unstarted"},
+			"team": map[string]any{"id": "t", "key": "ENG", "name": "Engineering"}}}, ln.items...)
 
 		c := specClient{t: t, g: g}
 		for _, conn := range []string{"gitea", "linear"} {
@@ -184,11 +193,13 @@ func TestRecoverByListingChanges(t *testing.T) {
 		}{{"gitea", 2, 2}, {"linear", 1, 1}} {
 			answer := c.call(http.MethodPost, "/api/v1/connections/"+tc.conn+"/recover", map[string]any{"since": "2h"}, http.StatusOK)
 			var res struct {
-				Method               string
-				Checked, Redelivered int
+				Method                        string
+				Checked, Redelivered, Skipped int
+				SkippedItems                  []struct{ Item, Reason string } `json:"skipped_items"`
 			}
-			if json.Unmarshal(answer.body, &res) != nil || res.Method != "reconcile" || res.Checked != tc.checked || res.Redelivered != tc.records {
-				t.Errorf("recover %s = %s, want reconcile, %d checked, %d recorded", tc.conn, answer.body, tc.checked, tc.records)
+			if json.Unmarshal(answer.body, &res) != nil || res.Method != "reconcile" || res.Checked != tc.checked || res.Redelivered != tc.records ||
+				res.Skipped != 1 || len(res.SkippedItems) != 1 {
+				t.Errorf("recover %s = %s, want reconcile, %d checked, %d recorded, the bad item skipped", tc.conn, answer.body, tc.checked, tc.records)
 			}
 		}
 		poll(t, "the recovered states applied", waitTimeout, func() bool {
@@ -208,8 +219,9 @@ func TestRecoverByListingChanges(t *testing.T) {
 		}
 
 		code, out, errOut := runCLI(t, "recover", "--url", g.URL, "--admin-token", testAdminToken, "--connection", "gitea", "--since", "2h")
-		if code != 0 || !strings.HasPrefix(out, "changed items 2, states missing 0, recorded 0\n") {
-			t.Errorf("gateway recover = %d %q %q, want nothing missing any more", code, out, errOut)
+		if code != 0 || !strings.HasPrefix(out, "changed items 2, states missing 0, recorded 0\n") ||
+			!strings.Contains(out, "issue 9 (number 9)") || !strings.Contains(out, "has no repository") {
+			t.Errorf("gateway recover = %d %q %q, want nothing missing any more and the bad item skipped", code, out, errOut)
 		}
 		recorded := 0
 		for _, d := range g.deliveries(t) {

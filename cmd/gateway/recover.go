@@ -100,6 +100,12 @@ func printReconciliation(w io.Writer, res recovery.Result, dryRun bool) {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\n", d.GUID, d.Event, d.DeliveredAt.Format(time.RFC3339Nano), d.Asked(), d.Request)
 		}
 	}
+	if res.Skipped > 0 {
+		fmt.Fprintf(w, "\nSKIPPED (%d, unreadable)\tREASON\n", res.Skipped)
+		for _, s := range res.SkippedItems {
+			fmt.Fprintf(w, "%s\t%s\n", s.Item, s.Reason)
+		}
+	}
 	printUnfinished(w, res)
 }
 

@@ -78,10 +78,13 @@ type fixtureCase struct {
 
 const appInstallation = 41000001
 
+// fixtureApp is the GitHub App of the installation fixtures.
+const fixtureApp = 800001
+
 // installation is the change an installation fixture carries: Codertocat's
 // installation, selected repositories.
 func installation(action, at string, added, removed []string) *connectors.InstallationChange {
-	c := &connectors.InstallationChange{ID: appInstallation, Account: "Codertocat", AccountType: "User", Action: action,
+	c := &connectors.InstallationChange{ID: appInstallation, AppID: fixtureApp, Account: "Codertocat", AccountType: "User", Action: action,
 		RepositorySelection: "selected", Repositories: added, RemovedRepositories: removed}
 	c.At, _ = time.Parse(time.RFC3339, at)
 	return c

@@ -90,6 +90,7 @@ func installationChange(inst *gh.Installation, action string) (*connectors.Insta
 	}
 	c := &connectors.InstallationChange{
 		ID:                  inst.GetID(),
+		AppID:               inst.GetAppID(),
 		Account:             inst.GetAccount().GetLogin(),
 		AccountType:         inst.GetAccount().GetType(),
 		Action:              action,

@@ -41,9 +41,20 @@ var ErrGraphQL = errors.New("linear graphql error")
 
 // IssuesPage is one page of IssuesQuery's answer.
 type IssuesPage struct {
-	Nodes       []IssueNode
+	Nodes []IssueNode
+	// Unreadable are the nodes that did not decode as an issue (a member
+	// of the wrong type): one bad node leaves the others readable.
+	Unreadable  []UnreadableNode
 	HasNextPage bool
 	EndCursor   string
+}
+
+// UnreadableNode is a node of the answer that is not an issue, with what
+// could be read of its id and identifier.
+type UnreadableNode struct {
+	ID         string
+	Identifier string
+	Err        error
 }
 
 // IssueNode is an issue as IssuesQuery reads it.
@@ -109,7 +120,7 @@ func DecodeIssuesResponse(body []byte) (IssuesPage, error) {
 	var resp struct {
 		Data *struct {
 			Issues *struct {
-				Nodes    []IssueNode `json:"nodes"`
+				Nodes    []json.RawMessage `json:"nodes"`
 				PageInfo struct {
 					HasNextPage bool   `json:"hasNextPage"`
 					EndCursor   string `json:"endCursor"`
@@ -134,7 +145,28 @@ func DecodeIssuesResponse(body []byte) (IssuesPage, error) {
 		return IssuesPage{}, errors.New("decode linear issues: no data.issues")
 	}
 	is := resp.Data.Issues
-	return IssuesPage{Nodes: is.Nodes, HasNextPage: is.PageInfo.HasNextPage, EndCursor: is.PageInfo.EndCursor}, nil
+	page := IssuesPage{HasNextPage: is.PageInfo.HasNextPage, EndCursor: is.PageInfo.EndCursor}
+	for _, raw := range is.Nodes {
+		var n *IssueNode
+		err := connectors.DecodeJSON(raw, &n)
+		if err == nil && n == nil {
+			err = errors.New("the node is null")
+		}
+		if err != nil {
+			var names struct {
+				ID         any `json:"id"`
+				Identifier any `json:"identifier"`
+			}
+			_ = connectors.DecodeJSON(raw, &names)
+			id, _ := names.ID.(string)
+			identifier, _ := names.Identifier.(string)
+			page.Unreadable = append(page.Unreadable, UnreadableNode{ID: id, Identifier: identifier,
+				Err: fmt.Errorf("decode linear issue: %w", err)})
+			continue
+		}
+		page.Nodes = append(page.Nodes, *n)
+	}
+	return page, nil
 }
 
 // deliveryData is an issue in the shape of an "Issue" webhook's data:

@@ -150,3 +150,30 @@ func TestIssuesQueryFields(t *testing.T) {
 		}
 	}
 }
+
+// A node that does not decode as an issue is set aside with what could be
+// read of its names; the page's other nodes are read.
+func TestDecodeIssuesResponseSetsAsideUnreadableNodes(t *testing.T) {
+	t.Parallel()
+	body := `{"data":{"issues":{"nodes":[
+    {"id":"a","identifier":"ENG-1","number":1,"title":"good","updatedAt":"2026-03-02T10:15:00.000Z"},
+    {"id":"b","identifier":"ENG-2","number":"two","title":"bad number","updatedAt":"2026-03-02T10:15:00.000Z"},
+    null,
+    {"id":"c","identifier":"ENG-3","number":3,"title":"good too","updatedAt":"2026-03-02T10:15:00.000Z"}
+  ],"pageInfo":{"hasNextPage":false,"endCursor":null}}}}`
+	page, err := DecodeIssuesResponse([]byte(body))
+	if err != nil {
+		t.Fatalf("DecodeIssuesResponse: %v", err)
+	}
+	var read []string
+	for _, n := range page.Nodes {
+		read = append(read, n.Identifier)
+	}
+	if strings.Join(read, ",") != "ENG-1,ENG-3" {
+		t.Errorf("nodes read = %q, want ENG-1 and ENG-3", read)
+	}
+	if len(page.Unreadable) != 2 || page.Unreadable[0].ID != "b" || page.Unreadable[0].Identifier != "ENG-2" ||
+		page.Unreadable[0].Err == nil || page.Unreadable[1].ID != "" || page.Unreadable[1].Err == nil {
+		t.Errorf("unreadable = %+v, want ENG-2 (b) and the null node, with their errors", page.Unreadable)
+	}
+}

@@ -25,6 +25,13 @@ type Provider struct {
 	// DefaultHost fills a configured connection's empty host. Empty means a
 	// connection must name its host (a Jira site has no public default).
 	DefaultHost string
+	// HostForm says what a connection's host is, for configuration errors
+	// ("the site's host name, such as acme.atlassian.net").
+	HostForm string
+	// HostInURLPath, when set, is the site whose URLs carry the
+	// connection's host as their first path element (linear.app: the
+	// workspace's URL key of https://linear.app/acme).
+	HostInURLPath string
 	// ZeroConfigHostEnv names the environment variable that sets the
 	// zero-config connection's host when there is no DefaultHost;
 	// ZeroConfigPlaceholderHost is used when it is unset or empty.
@@ -136,6 +143,7 @@ var registry = []Provider{
 		Name:              connectors.ProviderGitHub,
 		Adapter:           github.Adapter{},
 		DefaultHost:       "github.com",
+		HostForm:          "a host name, optionally with a port: github.com, or a GitHub Enterprise Server's (github.example.com)",
 		SecretEnv:         "GATEWAY_GITHUB_SECRET",
 		EventHeader:       github.HeaderEvent,
 		EventFromPayload:  github.EventFromPayload,
@@ -150,6 +158,7 @@ var registry = []Provider{
 		Name:              connectors.ProviderGitLab,
 		Adapter:           gitlab.Adapter{},
 		DefaultHost:       "gitlab.com",
+		HostForm:          "a host name, optionally with a port: gitlab.com, or a self-managed GitLab's (gitlab.example.com)",
 		SecretEnv:         "GATEWAY_GITLAB_SECRET",
 		EventHeader:       gitlab.HeaderEvent,
 		EventFromPayload:  gitlab.EventFromPayload,
@@ -164,6 +173,7 @@ var registry = []Provider{
 		Adapter:                   jira.Adapter{},
 		ZeroConfigHostEnv:         "GATEWAY_JIRA_SITE",
 		ZeroConfigPlaceholderHost: "jira.example.com",
+		HostForm:                  "the site's host name, such as acme.atlassian.net",
 		SecretEnv:                 "GATEWAY_JIRA_SECRET",
 		EventFromPayload:          jira.EventFromPayload,
 		SignatureHeader:           jira.HeaderSignature,
@@ -176,6 +186,7 @@ var registry = []Provider{
 		Adapter:                   gitea.Adapter{},
 		ZeroConfigHostEnv:         "GATEWAY_GITEA_HOST",
 		ZeroConfigPlaceholderHost: "gitea.example.com",
+		HostForm:                  "the server's host name, optionally with a port, such as gitea.example.com or gitea.example.com:3000",
 		SecretEnv:                 "GATEWAY_GITEA_SECRET",
 		EventHeader:               gitea.HeaderEvent,
 		EventFromPayload:          gitea.EventFromPayload,
@@ -191,6 +202,8 @@ var registry = []Provider{
 		Adapter:                   linear.Adapter{},
 		ZeroConfigHostEnv:         "GATEWAY_LINEAR_ORG",
 		ZeroConfigPlaceholderHost: "linear-workspace",
+		HostForm:                  "the workspace's URL key, such as acme of https://linear.app/acme",
+		HostInURLPath:             "linear.app",
 		SecretEnv:                 "GATEWAY_LINEAR_SECRET",
 		EventHeader:               linear.HeaderEvent,
 		EventFromPayload:          linear.EventFromPayload,

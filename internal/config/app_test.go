@@ -32,7 +32,7 @@ connections:
 		{name: "app and hooks", text: head + "    provider: github\n    hooks: [{repository: a/b, id: 1}]\n    app: {id: 42, private_key_file: k.pem}\n",
 			wantErr: []string{"line 8:", "the App's own hook"}},
 		{name: "unknown app key", text: head + "    provider: github\n    app: {id: 42, private_key_file: k.pem, secret: x}\n",
-			wantErr: []string{"field secret not found in type config.App"}},
+			wantErr: []string{"line 8:", "unknown key secret in connections[0] (conn).app; the keys there are id, private_key_file, private_key"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

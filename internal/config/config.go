@@ -166,6 +166,15 @@ func parse(raw []byte, lookup func(string) (string, bool), label string) (Config
 		}
 		return Config{}, fmt.Errorf("%s: %w", label, err)
 	}
+	// A typo of a key is named with its place and the key meant before
+	// the decoder names a Go type for it; a syntax error is the decoder's
+	// to report.
+	var root yaml.Node
+	if yaml.Unmarshal([]byte(text), &root) == nil {
+		if err := checkKeys(&root); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", label, err)
+		}
+	}
 	var c Config
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	dec.KnownFields(true)
@@ -177,8 +186,7 @@ func parse(raw []byte, lookup func(string) (string, bool), label string) (Config
 	if err := c.Validate(); err != nil {
 		// Validation runs on the decoded values, which have no position:
 		// the node tree of the same text gives the offending entry's line.
-		var root yaml.Node
-		if yaml.Unmarshal([]byte(text), &root) == nil {
+		if root.Kind != 0 {
 			if line := errorLine(&root, err); line > 0 {
 				return Config{}, fmt.Errorf("%s: line %d: %w", label, line, err)
 			}
@@ -366,9 +374,17 @@ func (c *Config) Validate() error {
 		if cn.Host == "" {
 			return at("connections", i, "id", fmt.Errorf("connection %q: host is required for %s", cn.ID, cn.Provider))
 		}
+		if err := checkHost(cn.Provider, cn.Host); err != nil {
+			return at("connections", i, "host", fmt.Errorf("connection %q: %w", cn.ID, err))
+		}
+		if cn.Workspace == "" {
+			return at("connections", i, "id", fmt.Errorf("connection %q: workspace is required: the id of the workspace its tasks go to (%s)",
+				cn.ID, workspaceChoices(c.Workspaces)))
+		}
 		steps, ok := wsSteps[cn.Workspace]
 		if !ok {
-			return at("connections", i, "workspace", fmt.Errorf("connection %q: unknown workspace %q", cn.ID, cn.Workspace))
+			return at("connections", i, "workspace", fmt.Errorf("connection %q: unknown workspace %q (%s)", cn.ID, cn.Workspace,
+				workspaceChoices(c.Workspaces)))
 		}
 		if !steps[cn.Step] {
 			return at("connections", i, "step", fmt.Errorf("connection %q: unknown step %q in workspace %q", cn.ID, cn.Step, cn.Workspace))

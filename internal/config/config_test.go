@@ -80,7 +80,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"unset variable", valid, map[string]string{"GH_SECRET": "x", "BOT_TOKEN": "0123456789abcdef"}, "unset environment variable(s): GH_SECRET_OLD"},
 		{"invalid yaml", "workspaces: [", full, "config:"},
-		{"unknown field", "workspaces:\n  - id: eng\n    colour: red\n", full, "field colour not found"},
+		{"unknown field", "workspaces:\n  - id: eng\n    colour: red\n", full, "line 3: unknown key colour in workspaces[0] (eng); the keys there are id, name, task_prefix, steps"},
 		{"no secret", strings.Replace(valid, `["${GH_SECRET}", "${GH_SECRET_OLD}"]`, `[""]`, 1), full, "at least one non-empty secret"},
 		{"unknown provider", strings.Replace(valid, "provider: github", "provider: bitbucket", 1), full, `provider "bitbucket"`},
 		{"unknown workspace", strings.Replace(valid, "workspace: eng", "workspace: ops", 1), full, `unknown workspace "ops"`},
@@ -331,7 +331,7 @@ func TestLoadEnvNamesTheFile(t *testing.T) {
 	}
 	vars := env(map[string]string{"GH_SECRET": "s3cret", "GH_SECRET_OLD": "", "BOT_TOKEN": "0123456789abcdef"})
 	_, err := LoadEnv(path, vars)
-	if want := "config " + path + ": line 12: connection \"gh-main\": unknown workspace \"ops\""; err == nil || err.Error() != want {
+	if want := "config " + path + ": line 12: connection \"gh-main\": unknown workspace \"ops\" (the workspace is eng)"; err == nil || err.Error() != want {
 		t.Fatalf("LoadEnv error = %v, want %q", err, want)
 	}
 	if err := os.WriteFile(path, []byte(valid), 0o600); err != nil {
@@ -383,7 +383,7 @@ connections:
 			wantErr: []string{"line 8:", "api_base_url", "differ"}},
 		{name: "unknown key", text: head + "    provider: github\n    api_urll: http://a.test/\n", wantErr: []string{"line 8:", "api_urll"}},
 		{name: "unknown hook key", text: head + "    provider: github\n    hooks:\n      - {repository: a/b, id: 1, colour: red}\n",
-			wantErr: []string{"line 9:", "field colour not found in type config.Hook"}},
+			wantErr: []string{"line 9:", "unknown key colour in connections[0] (conn).hooks[0] (1); the keys there are repository, organization, project, group, id"}},
 		{name: "github project hook", text: head + "    provider: github\n    hooks: [{project: acme/api, id: 1}]\n",
 			wantErr: []string{"line 8:", "repository or organization"}},
 		{name: "two owners", text: head + "    provider: github\n    hooks: [{repository: acme/api, organization: acme, id: 1}]\n",

@@ -3,41 +3,47 @@ package config
 import (
 	"fmt"
 	"reflect"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 )
+
+// plainConnection is Connection without its UnmarshalYAML.
+type plainConnection Connection
+
+// connectionYAML is a connection as written: its fields, and api_base_url,
+// the older name of api_url.
+type connectionYAML struct {
+	plainConnection `yaml:",inline"`
+	APIBaseURL      string `yaml:"api_base_url"`
+}
 
 // UnmarshalYAML reads a connection, taking api_base_url, the older name of
 // api_url, into APIURL: one field, two names. A connection giving both
 // with different values is refused. yaml.v3 does not pass the file's
 // KnownFields on to an unmarshaler, so unknown keys (of the connection and
-// of its hooks) are refused here, in the decoder's own words.
+// of its hooks and app) are refused here too; Parse has named them with
+// their place in the file already (keys.go).
 func (c *Connection) UnmarshalYAML(node *yaml.Node) error {
-	type plain Connection // the same fields, without this method
-	var w struct {
-		plain      `yaml:",inline"`
-		APIBaseURL string `yaml:"api_base_url"`
-	}
-	if err := knownKeys(node, reflect.TypeOf(w), "Connection"); err != nil {
+	var w connectionYAML
+	if err := knownKeys(node, reflect.TypeOf(w), "a connection"); err != nil {
 		return err
 	}
 	if hooks := mappingValue(node, "hooks"); hooks != nil && hooks.Kind == yaml.SequenceNode {
 		for _, h := range hooks.Content {
-			if err := knownKeys(h, reflect.TypeOf(Hook{}), "Hook"); err != nil {
+			if err := knownKeys(h, reflect.TypeOf(Hook{}), "a hook"); err != nil {
 				return err
 			}
 		}
 	}
 	if app := mappingValue(node, "app"); app != nil {
-		if err := knownKeys(app, reflect.TypeOf(App{}), "App"); err != nil {
+		if err := knownKeys(app, reflect.TypeOf(App{}), "app"); err != nil {
 			return err
 		}
 	}
 	if err := node.Decode(&w); err != nil {
 		return err
 	}
-	*c = Connection(w.plain)
+	*c = Connection(w.plainConnection)
 	switch {
 	case w.APIBaseURL == "" || w.APIBaseURL == c.APIURL:
 	case c.APIURL == "":
@@ -50,28 +56,16 @@ func (c *Connection) UnmarshalYAML(node *yaml.Node) error {
 }
 
 // knownKeys refuses a key of the mapping node that no field of t (a struct,
-// inlined structs included) is named by; typeName names t in the error.
-func knownKeys(node *yaml.Node, t reflect.Type, typeName string) error {
+// inlined structs included) is named by; where names the node in the
+// error.
+func knownKeys(node *yaml.Node, t reflect.Type, where string) error {
 	if node.Kind != yaml.MappingNode {
 		return nil // node.Decode reports the mismatch
 	}
-	names := map[string]bool{}
-	var collect func(t reflect.Type)
-	collect = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if opts == "inline" {
-				collect(f.Type)
-				continue
-			}
-			names[name] = true
-		}
-	}
-	collect(t)
+	keys := yamlKeys(t)
 	for i := 0; i+1 < len(node.Content); i += 2 {
-		if k := node.Content[i]; !names[k.Value] {
-			return fmt.Errorf("line %d: field %s not found in type config.%s", k.Line, k.Value, typeName)
+		if k := node.Content[i]; keys.types[k.Value] == nil && !(k.Value == "<<" && k.Tag == "!!merge") {
+			return unknownKey(k, where, keys.names)
 		}
 	}
 	return nil

@@ -29,7 +29,7 @@ func TestRetention(t *testing.T) {
 		{"negative", "retention:\n  failed: -1h\n", RetentionPolicy{}, `retention.failed: "-1h" must be positive, or 0 to keep forever`},
 		{"interval 0", "retention:\n  interval: 0s\n", RetentionPolicy{}, `retention.interval: "0s" must be positive`},
 		{"empty value", "retention:\n  interval:\n", RetentionPolicy{}, `retention.interval: must be a duration`},
-		{"unknown key", "retention:\n  deliveries: 1h\n", RetentionPolicy{}, `retention: unknown key "deliveries"`},
+		{"unknown key", "retention:\n  deliveries: 1h\n", RetentionPolicy{}, `line 18: unknown key deliveries in retention; the keys there are processed, failed, events, interval`},
 		{"not a mapping", "retention: 1h\n", RetentionPolicy{}, `retention: must be a mapping`},
 	}
 	for _, tc := range tests {

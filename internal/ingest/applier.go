@@ -116,7 +116,9 @@ type parsed struct {
 	ev   connectors.Event
 }
 
-// Process applies the event.
+// Process applies the event. Provider timestamps far ahead of the clock
+// are taken as the receipt time first (timestamps.go), and the outcome
+// says so.
 func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepared) (inbox.Outcome, error) {
 	pp, ok := p.Parsed.(parsed)
 	if !ok {
@@ -126,6 +128,20 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 		}
 		pp = parsed{conn: conn, ev: ev}
 	}
+	var note string
+	pp.ev, note = a.boundTimestamps(pp.ev, d.ReceivedAt)
+	out, err := a.apply(ctx, d, pp)
+	if err == nil && note != "" {
+		if out.Result != "" {
+			out.Result += "; "
+		}
+		out.Result += note
+	}
+	return out, err
+}
+
+// apply applies the parsed event.
+func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox.Outcome, error) {
 	conn, ev := pp.conn, pp.ev
 	out := inbox.Outcome{ExternalID: ev.ExternalID, Action: string(ev.Action)}
 	if ev.Installation != nil {
@@ -167,7 +183,7 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 	var links []connectors.ContributionLink
 	if ev.Action != connectors.ActionDelete {
 		var err error
-		if links, err = a.recordLinks(ctx, conn.Workspace, ev.ExternalID, ev.Links, false); err != nil {
+		if links, err = a.recordLinks(ctx, conn, ev.ExternalID, ev.Links, false); err != nil {
 			return out, err
 		}
 	}
@@ -185,8 +201,12 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 
 // installation records a GitHub App installation's change. No task
 // changes, so the delivery is ignored as far as tasks go (and counted so);
-// its outcome names what was recorded.
+// its outcome names what was recorded, or why nothing was
+// (installations.go).
 func (a *Applier) installation(ctx context.Context, d store.Delivery, conn config.Connection, c *connectors.InstallationChange) (inbox.Outcome, error) {
+	if why := foreignInstallation(conn, c); why != "" {
+		return inbox.Outcome{Status: store.DeliveryIgnored, Action: InstallationAction, Result: "not recorded: " + why}, nil
+	}
 	at := c.At
 	if at.IsZero() {
 		at = d.ReceivedAt

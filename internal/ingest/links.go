@@ -40,7 +40,7 @@ func (a *Applier) issueLinks(ctx context.Context, conn config.Connection, ev con
 		return out, err
 	}
 	removed := ev.Action == connectors.ActionUnlink
-	applied, err := a.recordLinks(ctx, conn.Workspace, ev.ExternalID, ev.Links, removed)
+	applied, err := a.recordLinks(ctx, conn, ev.ExternalID, ev.Links, removed)
 	if err != nil {
 		return out, err
 	}
@@ -83,14 +83,14 @@ func (a *Applier) issueLinks(ctx context.Context, conn config.Connection, ev con
 	return out, nil
 }
 
-// recordLinks records an issue's links (removed: their removal) and
-// returns those written: a link whose stored row is later is left as it
-// is.
-func (a *Applier) recordLinks(ctx context.Context, workspaceID, externalID string, links []connectors.ContributionLink,
+// recordLinks records an issue's links (removed: their removal), under
+// the connection that received them, and returns those written: a link
+// whose stored row is later is left as it is.
+func (a *Applier) recordLinks(ctx context.Context, conn config.Connection, externalID string, links []connectors.ContributionLink,
 	removed bool) ([]connectors.ContributionLink, error) {
 	var applied []connectors.ContributionLink
 	for _, l := range links {
-		ok, err := a.st.UpsertContributionLink(ctx, linkRow(workspaceID, externalID, l, removed))
+		ok, err := a.st.UpsertContributionLink(ctx, linkRow(conn, externalID, l, removed))
 		if err != nil {
 			return nil, fmt.Errorf("record link: %w", err)
 		}
@@ -117,8 +117,8 @@ func (a *Applier) showIssueLinks(ctx context.Context, workspaceID, externalID, t
 	return nil
 }
 
-func linkRow(workspaceID, externalID string, l connectors.ContributionLink, removed bool) store.ContributionLink {
-	return store.ContributionLink{WorkspaceID: workspaceID, LinkID: l.ID, ExternalID: externalID, Provider: l.Provider,
+func linkRow(conn config.Connection, externalID string, l connectors.ContributionLink, removed bool) store.ContributionLink {
+	return store.ContributionLink{WorkspaceID: conn.Workspace, ConnectionID: conn.ID, LinkID: l.ID, ExternalID: externalID, Provider: l.Provider,
 		Host: l.Host, Repository: l.Repository, Number: l.Number, URL: l.URL, Removed: removed, UpdatedAt: l.UpdatedAt.UTC()}
 }
 

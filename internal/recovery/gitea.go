@@ -2,8 +2,8 @@ package recovery
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -92,6 +92,7 @@ func (g *giteaLister) changes(ctx context.Context, since time.Time, cursor strin
 		if err != nil {
 			return out, "", err
 		}
+		st.name = g.itemName(issue)
 		out = append(out, st)
 	}
 	next := ""
@@ -102,28 +103,57 @@ func (g *giteaLister) changes(ctx context.Context, since time.Time, cursor strin
 }
 
 // state is the delivery describing issue as it is now: a pull request
-// read whole, an issue as listed.
+// read whole, an issue as listed. An item that cannot be described (no
+// repository, a pull request the API no longer has) is unreadable, and
+// skipped; an error is the run's to stop at.
 func (g *giteaLister) state(ctx context.Context, issue *gitea.Issue) (itemState, error) {
 	var st itemState
 	var err error
 	if issue.PullRequest == nil {
-		st.header, st.body, err = giteaconn.IssueDelivery(issue)
-		return st, err
+		if st.header, st.body, err = giteaconn.IssueDelivery(issue); err != nil {
+			st.unreadable = err.Error()
+		}
+		return st, nil
 	}
 	repo := issue.Repository
 	if repo == nil || repo.Owner == "" || repo.Name == "" {
-		return st, &providerError{errors.New("a listed pull request names no repository")}
+		st.unreadable = "the listed pull request names no repository"
+		return st, nil
 	}
 	var pr *gitea.PullRequest
+	var status int
 	err = g.call(ctx, func() (*gitea.Response, error) {
 		var resp *gitea.Response
 		var err error
 		pr, resp, err = g.client.GetPullRequest(repo.Owner, repo.Name, issue.Index)
+		if resp != nil && resp.Response != nil {
+			status = resp.StatusCode
+		}
 		return resp, err
 	})
-	if err != nil {
+	switch {
+	case err != nil && status == http.StatusNotFound:
+		// Listed, then gone (deleted, or its repository made private).
+		st.unreadable = fmt.Sprintf("reading it answered %d Not Found", status)
+		return st, nil
+	case err != nil:
 		return st, fmt.Errorf("read pull request %s#%d: %w", repo.FullName, issue.Index, err)
 	}
-	st.header, st.body, err = giteaconn.PullRequestDelivery(pr)
-	return st, err
+	if st.header, st.body, err = giteaconn.PullRequestDelivery(pr); err != nil {
+		st.unreadable = err.Error()
+	}
+	return st, nil
+}
+
+// itemName names a listed issue or pull request in a run's answer:
+// "issue acme/api#3", else by its ID at the server.
+func (g *giteaLister) itemName(issue *gitea.Issue) string {
+	kind := "issue"
+	if issue.PullRequest != nil {
+		kind = "pull request"
+	}
+	if repo := issue.Repository; repo != nil && repo.FullName != "" {
+		return fmt.Sprintf("%s %s#%d", kind, repo.FullName, issue.Index)
+	}
+	return fmt.Sprintf("%s %d (number %d) at %s", kind, issue.ID, issue.Index, g.base)
 }

@@ -74,17 +74,34 @@ func (l *linearLister) changes(ctx context.Context, since time.Time, cursor stri
 	if err != nil {
 		return nil, "", fmt.Errorf("query issues: %w", err)
 	}
-	out := make([]itemState, 0, len(page.Nodes))
+	out := make([]itemState, 0, len(page.Nodes)+len(page.Unreadable))
 	for _, n := range page.Nodes {
-		var st itemState
+		st := itemState{name: linearItemName(n.Identifier, n.ID)}
 		if st.header, st.body, err = n.Delivery(); err != nil {
-			return out, "", &providerError{fmt.Errorf("issue %s: %w", n.ID, err)}
+			st.unreadable = err.Error()
 		}
 		out = append(out, st)
+	}
+	for _, u := range page.Unreadable {
+		out = append(out, itemState{name: linearItemName(u.Identifier, u.ID), unreadable: u.Err.Error()})
 	}
 	next := ""
 	if page.HasNextPage {
 		next = page.EndCursor
 	}
 	return out, next, nil
+}
+
+// linearItemName names a listed issue in a run's answer: "issue ENG-3
+// (<id>)", as much of it as the node gave.
+func linearItemName(identifier, id string) string {
+	switch {
+	case identifier != "" && id != "":
+		return "issue " + identifier + " (" + id + ")"
+	case identifier != "":
+		return "issue " + identifier
+	case id != "":
+		return "issue " + id
+	}
+	return "an issue without an id"
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/trackergateway/gateway/internal/config"
 	gatewayinbox "github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
 // This file recovers the connections of providers that keep no delivery
@@ -39,10 +40,19 @@ const HeaderReconciled = "X-Gateway-Reconciled"
 
 // itemState is one item as the provider's API lists it now: the headers
 // and body of a delivery describing it, shaped as the provider's webhook.
+// An item the lister could not turn into one has name and unreadable
+// (why) instead: the run skips and reports it, and goes on with the rest.
 type itemState struct {
 	header http.Header
 	body   []byte
+
+	name       string
+	unreadable string
 }
+
+// MaxSkippedItems is the most skipped items a run lists in its answer;
+// Skipped counts them all.
+const MaxSkippedItems = 100
 
 // changeLister lists the items of a connection changed in a window, for a
 // provider that keeps no delivery history.
@@ -81,12 +91,30 @@ func (r *Recoverer) reconcile(ctx context.Context, run runBounds, conn config.Co
 	// (an item updated between two pages) may list one twice.
 	byKey := map[string]int{}
 	var changes []change
+	now := r.now()
 	for _, it := range items {
+		if it.unreadable != "" {
+			r.skip(conn, res, it.name, it.unreadable)
+			continue
+		}
 		ev, err := p.Adapter.Parse(conn.Host, it.header, it.body)
-		if err != nil || ev.Action == connectors.ActionIgnore || ev.UpdatedAt.IsZero() {
+		switch {
+		case err != nil:
 			// The lister builds these from the provider's answer: an item
 			// the adapter cannot read is the provider's to explain.
-			r.logger.Warn("recovery skipped an item it could not read", "connection", conn.ID, "error", err)
+			r.skip(conn, res, it.name, err.Error())
+			continue
+		case ev.Action == connectors.ActionIgnore:
+			continue
+		case ev.UpdatedAt.IsZero():
+			r.skip(conn, res, itemName(it.name, ev), "it has no update time")
+			continue
+		case taskrules.SourceTimeAhead(ev.UpdatedAt, now):
+			// Its key would name that time, and processing would apply the
+			// state at the run's time, a new one each run: the item is
+			// recorded when the provider lists it with a real time.
+			r.skip(conn, res, itemName(it.name, ev), "its update time "+ev.UpdatedAt.UTC().Format(time.RFC3339Nano)+
+				" is more than a day ahead of the gateway's clock")
 			continue
 		}
 		c := change{ev: ev, state: it, key: reconcileKey(ev)}
@@ -128,7 +156,6 @@ func (r *Recoverer) reconcile(ctx context.Context, run runBounds, conn config.Co
 	if len(missing) == 0 {
 		return listErr
 	}
-	now := r.now()
 	var records []store.Delivery
 	for _, c := range missing {
 		d := Delivery{GUID: c.key, Event: c.ev.EventName, DeliveredAt: c.ev.UpdatedAt.UTC()}
@@ -181,6 +208,28 @@ func (r *Recoverer) reconcile(ctx context.Context, run runBounds, conn config.Co
 	return listErr
 }
 
+// skip reports an item the run could not read and goes past it: one bad
+// item must not hold back the others, run after run.
+func (r *Recoverer) skip(conn config.Connection, res *Result, item, why string) {
+	if item == "" {
+		item = "an item"
+	}
+	why = redact(why, conn.APIToken)
+	res.Skipped++
+	if len(res.SkippedItems) < MaxSkippedItems {
+		res.SkippedItems = append(res.SkippedItems, SkippedItem{Item: item, Reason: why})
+	}
+	r.logger.Warn("recovery skipped an item it could not read", "connection", conn.ID, "item", item, "reason", why)
+}
+
+// itemName names a parsed item: the lister's name, else its external ID.
+func itemName(name string, ev connectors.Event) string {
+	if name != "" {
+		return name
+	}
+	return ev.ExternalID
+}
+
 // applied says whether the gateway already has ev's state: the item's task
 // was updated by it or by a later state, or the item's task was deleted
 // (its suppression keeps it deleted). An item without a task is not: the
@@ -189,7 +238,10 @@ func (r *Recoverer) applied(ctx context.Context, conn config.Connection, ev conn
 	task, err := r.st.LookupTaskByExternalID(ctx, conn.Workspace, ev.ExternalID)
 	switch {
 	case err == nil:
-		return task.SourceUpdatedAt != nil && !task.SourceUpdatedAt.Before(ev.UpdatedAt), nil
+		// A task time far ahead of the clock (stored before such times
+		// were refused) orders nothing: processing applies the state.
+		return task.SourceUpdatedAt != nil && !task.SourceUpdatedAt.Before(ev.UpdatedAt) &&
+			!taskrules.SourceTimeAhead(*task.SourceUpdatedAt, r.now()), nil
 	case !errors.Is(err, store.ErrNotFound):
 		return false, fmt.Errorf("lookup task: %w", err)
 	}

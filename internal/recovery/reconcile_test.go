@@ -64,7 +64,7 @@ func (f *fakeGitea) serve(w http.ResponseWriter, r *http.Request) {
 		f.searches = append(f.searches, r.URL.Query().Get("since"))
 		var match []map[string]any
 		for _, is := range f.issues {
-			if u, _ := time.Parse(time.RFC3339, is["updated_at"].(string)); !u.Before(since) {
+			if u, err := time.Parse(time.RFC3339, fmt.Sprint(is["updated_at"])); err != nil || !u.Before(since) {
 				match = append(match, is)
 			}
 		}
@@ -292,6 +292,8 @@ type fakeLinear struct {
 	mu     sync.Mutex
 	issues []map[string]any
 	auth   []string
+	// answers counts the queries answered.
+	answers int
 }
 
 func newFakeLinear(t *testing.T) *fakeLinear {
@@ -320,10 +322,13 @@ func (f *fakeLinear) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	nodes := []any{}
 	for _, is := range f.issues {
-		if u, _ := time.Parse(time.RFC3339Nano, is["updatedAt"].(string)); !u.Before(since) {
+		// A node whose time does not parse is answered too: the gateway
+		// must cope with what it is given.
+		if u, err := time.Parse(time.RFC3339Nano, fmt.Sprint(is["updatedAt"])); err != nil || !u.Before(since) {
 			nodes = append(nodes, is)
 		}
 	}
+	f.answers++
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"issues": map[string]any{
 		"nodes": nodes, "pageInfo": map[string]any{"hasNextPage": false, "endCursor": nil}}}})

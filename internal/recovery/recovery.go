@@ -165,10 +165,24 @@ type Result struct {
 	WouldRedeliver *int `json:"would_redeliver,omitempty"`
 	// Deliveries are the missing deliveries, newest first.
 	Deliveries []Delivery `json:"deliveries"`
+	// Skipped counts the listed items a reconciliation could not read (a
+	// malformed item, one without a repository or an update time, one
+	// dated more than a day ahead of the gateway's clock); it records the
+	// others. SkippedItems names them (the first MaxSkippedItems) and why.
+	Skipped      int           `json:"skipped"`
+	SkippedItems []SkippedItem `json:"skipped_items,omitempty"`
 	// Unfinished says where and why the run stopped before it finished
 	// (a hook it could not read, a rate limit that outlasted its
 	// patience, one of the run's bounds); empty when it finished.
 	Unfinished []Unfinished `json:"unfinished,omitempty"`
+}
+
+// SkippedItem is a listed item a run could not read.
+type SkippedItem struct {
+	// Item names it as the provider does ("issue ENG-3
+	// (2f1e3c1a-…)", "issue 13 at https://gitea.example.com").
+	Item   string `json:"item"`
+	Reason string `json:"reason"`
 }
 
 // Unfinished is a hook the run did not finish. What the run read of it

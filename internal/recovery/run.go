@@ -63,9 +63,9 @@ func (r *Recoverer) runConnection(ctx context.Context, id string, every time.Dur
 			}
 			if err != nil {
 				r.logger.Warn("recovery failed", "connection", id, "error", err)
-			} else if res.Missing > 0 || len(res.Unfinished) > 0 {
+			} else if res.Missing > 0 || len(res.Unfinished) > 0 || res.Skipped > 0 {
 				r.logger.Info("recovery run", "connection", id, "checked", res.Checked, "missing", res.Missing,
-					"redelivered", res.Count(), "unfinished", len(res.Unfinished))
+					"redelivered", res.Count(), "skipped", res.Skipped, "unfinished", len(res.Unfinished))
 			}
 			since = backgroundWindow(every)
 		}

@@ -194,12 +194,15 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 		if t.CreationState != store.CreationComplete {
 			return failure.New(failure.Conflict, "task is still being created")
 		}
-		if p.SourceUpdatedAt != nil && t.SourceUpdatedAt != nil && p.SourceUpdatedAt.Before(*t.SourceUpdatedAt) {
+		now := s.now()
+		// A stored provider time far ahead of the clock (recorded before
+		// such times were refused) orders nothing: the update applies.
+		if p.SourceUpdatedAt != nil && t.SourceUpdatedAt != nil && p.SourceUpdatedAt.Before(*t.SourceUpdatedAt) &&
+			!taskrules.SourceTimeAhead(*t.SourceUpdatedAt, now) {
 			out = t
 			return ErrStale
 		}
 		stored := t
-		now := s.now()
 		if p.Title != nil {
 			t.Title = *p.Title
 		}

@@ -15,14 +15,17 @@ var linkTests = []contractTest{
 	{name: "a link upsert applies unless the stored link is later", fn: testLinkUpsertOrder},
 	{name: "a removed link stays a tombstone until a newer create", fn: testLinkTombstone},
 	{name: "links are listed by contribution and by issue", fn: testLinksToAndFrom},
+	{name: "a link ID is a connection's: another connection's row is never touched", fn: testLinksKeyedByConnection},
+	{name: "a link without a connection is taken over by its issue's connection", fn: testLinkWithoutConnectionTakenOver},
 	{name: "a task is found by a former source reference", fn: testFindTaskByFormerRef},
 	{name: "a contribution's projection rows are found and deleted", fn: testProjectionsOfContribution},
 }
 
-// newLink is link id of issue ext in workspace ws, naming pull request
-// acme/api#42 on github.com, updated minutes after epoch.
+// newLink is link id of issue ext in workspace ws, recorded by connection
+// ln-a, naming pull request acme/api#42 on github.com, updated minutes
+// after epoch.
 func newLink(ws, id, ext string, minutes int) store.ContributionLink {
-	return store.ContributionLink{WorkspaceID: ws, LinkID: id, ExternalID: ext, Provider: "github", Host: "github.com",
+	return store.ContributionLink{WorkspaceID: ws, ConnectionID: "ln-a", LinkID: id, ExternalID: ext, Provider: "github", Host: "github.com",
 		Repository: "acme/api", Number: 42, URL: "https://github.com/acme/api/pull/42",
 		UpdatedAt: epoch.Add(time.Duration(minutes) * time.Minute)}
 }
@@ -176,6 +179,103 @@ func testLinksToAndFrom(t *testing.T, s store.Store) {
 		must(t, err)
 		if !slices.Equal(linkIDs(from), tc.want) {
 			t.Errorf("links of %s in %s = %q, want %q", tc.ext, tc.ws, linkIDs(from), tc.want)
+		}
+	}
+}
+
+// linkOf is l recorded by connection c for issue ext.
+func linkOf(l store.ContributionLink, c, ext string) store.ContributionLink {
+	l.ConnectionID, l.ExternalID = c, ext
+	return l
+}
+
+// connectionsOf is "connection/link" of each of ls, in order.
+func connectionsOf(ls []store.ContributionLink) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.ConnectionID+"/"+l.LinkID)
+	}
+	return out
+}
+
+// testLinksKeyedByConnection: two connections of one workspace (two
+// Linear organisations) recording the same link ID each keep their own
+// row: one's removal, or its later or earlier write, leaves the other's
+// as it is.
+func testLinksKeyedByConnection(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a := linkOf(newLink("ws", "att", "ext-a", 10), "ln-a", "ext-a")
+	b := linkOf(newLink("ws", "att", "ext-b", 10), "ln-b", "ext-b")
+	removedB := linkOf(newLink("ws", "att", "ext-b", 20), "ln-b", "ext-b")
+	removedB.Removed = true
+	olderA := linkOf(newLink("ws", "att", "ext-a", 5), "ln-a", "ext-a")
+	olderA.URL += "?older"
+	steps := []struct {
+		name        string
+		write       store.ContributionLink
+		wantApplied bool
+		wantTo      []string // connection/link of the live links to acme/api#42
+	}{
+		{"a's link", a, true, []string{"ln-a/att"}},
+		{"b's link with the same ID", b, true, []string{"ln-a/att", "ln-b/att"}},
+		{"b's removal", removedB, true, []string{"ln-a/att"}},
+		{"an older write of a's", olderA, false, []string{"ln-a/att"}},
+	}
+	for _, st := range steps {
+		applied, err := s.UpsertContributionLink(ctx, st.write)
+		must(t, err)
+		if applied != st.wantApplied {
+			t.Errorf("%s: applied = %v, want %v", st.name, applied, st.wantApplied)
+		}
+		to, err := s.ContributionLinksTo(ctx, "ws", "github", "github.com", "acme/api", 42)
+		must(t, err)
+		if got := connectionsOf(to); !slices.Equal(got, st.wantTo) {
+			t.Errorf("%s: links to the contribution = %q, want %q", st.name, got, st.wantTo)
+		}
+	}
+	fromA, err := s.ContributionLinksFrom(ctx, "ws", "ext-a")
+	must(t, err)
+	if !sameLinks(fromA, []store.ContributionLink{a}) {
+		t.Errorf("a's issue's links = %+v, want a's row as written", fromA)
+	}
+	fromB, err := s.ContributionLinksFrom(ctx, "ws", "ext-b")
+	must(t, err)
+	if len(fromB) != 0 {
+		t.Errorf("b's issue's links = %+v, want none (removed)", fromB)
+	}
+}
+
+// testLinkWithoutConnectionTakenOver: a row without a connection (from
+// before links were keyed by connection) is taken over by the first
+// connection writing the same link of the same issue, keeping its time;
+// another connection's write of the same link ID for another issue gets a
+// row of its own.
+func testLinkWithoutConnectionTakenOver(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	legacy := linkOf(newLink("ws", "att", "ext-a", 10), "", "ext-a")
+	for _, st := range []struct {
+		name        string
+		write       store.ContributionLink
+		wantApplied bool
+		wantTo      []string
+	}{
+		{"a row without a connection", legacy, true, []string{"/att"}},
+		{"another connection's link of another issue", linkOf(newLink("ws", "att", "ext-b", 12), "ln-b", "ext-b"), true,
+			[]string{"/att", "ln-b/att"}},
+		{"an older write of the issue's connection", linkOf(newLink("ws", "att", "ext-a", 5), "ln-a", "ext-a"), false,
+			[]string{"ln-a/att", "ln-b/att"}},
+		{"a newer write of the issue's connection", linkOf(newLink("ws", "att", "ext-a", 15), "ln-a", "ext-a"), true,
+			[]string{"ln-b/att", "ln-a/att"}},
+	} {
+		applied, err := s.UpsertContributionLink(ctx, st.write)
+		must(t, err)
+		if applied != st.wantApplied {
+			t.Errorf("%s: applied = %v, want %v", st.name, applied, st.wantApplied)
+		}
+		to, err := s.ContributionLinksTo(ctx, "ws", "github", "github.com", "acme/api", 42)
+		must(t, err)
+		if got := connectionsOf(to); !slices.Equal(got, st.wantTo) {
+			t.Errorf("%s: links to the contribution = %q, want %q", st.name, got, st.wantTo)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
@@ -154,3 +155,15 @@ type eventSource struct {
 	Ref      string `json:"ref"`
 	URL      string `json:"url"`
 }
+
+// MaxSourceAhead is how far ahead of the gateway's clock a provider's
+// timestamp of an entity's state (updated_at, Jira's timestamp) may be.
+// Stale updates are told by that timestamp, so one far in the future
+// would make every later real update look older and be skipped for good.
+// A day covers any clock skew between a provider and the gateway.
+const MaxSourceAhead = 24 * time.Hour
+
+// SourceTimeAhead reports whether a provider timestamp is more than
+// MaxSourceAhead ahead of now (the gateway's clock): it is not trusted to
+// order updates.
+func SourceTimeAhead(at, now time.Time) bool { return at.After(now.Add(MaxSourceAhead)) }
