@@ -9,6 +9,10 @@
 //
 // Lock order, kept everywhere (docs/design.md, "The creation ledger"):
 // workspace → creation operation → task → steps and effect rows → outbox.
+// Rows a transaction inserts itself may come before the locks it then
+// takes, since no other transaction can wait for them: Begin inserts its
+// operation and steps before it locks the workspace, to hold that row as
+// briefly as it can (docs/architecture.md, "The creation protocol").
 //
 // Inside InTx, the writes that answer nothing but an error (InsertTask,
 // InsertNumberedTasks, InsertOperation, InsertCreationStep,
