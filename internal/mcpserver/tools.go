@@ -106,15 +106,28 @@ func addTool[In, Out any](s *mcp.Server, t toolset, tool *mcp.Tool, fn func(ctx 
 	})
 }
 
+// createTaskDescription says the three things an agent must know of an
+// idempotent create (docs/design.md, "External-ID idempotency"): it
+// creates when nothing holds the identity, so it is no way to check;
+// deduplicated: true means nothing was created; and deduplicated: true with
+// creation_complete: false means another create may still be running, so
+// the task is not ready and the identity must not be released to create
+// again.
+const createTaskDescription = "Create a task in a workspace, at most once per external_id. This is " +
+	"create-if-absent, not a lookup: when no task holds the external_id, this call creates one, so never " +
+	"call it just to check whether a task exists (get_task_by_external_id does that). deduplicated: true " +
+	"means the task already existed and nothing was created: do not report that you created a task (its " +
+	"other fields were neither compared nor changed). deduplicated: true together with creation_complete: " +
+	"false means another create claimed this external_id and had not finished when this call looked, and " +
+	"may still be in progress: do not assume the task is ready, and do not release the external_id and " +
+	"create again; wait, then look it up with get_task_by_external_id. Replay the arguments of the first " +
+	"call. Without an external_id every call makes a new task."
+
 // addTaskTools adds the tools every caller has.
 func (t toolset) addTaskTools(s *mcp.Server) {
 	addTool(s, t, &mcp.Tool{
-		Name: "create_task",
-		Description: "Create a task in a workspace, at most once per external_id. If a task already holds the " +
-			"external_id, nothing is created and that task is answered with deduplicated: true (its other " +
-			"fields are not compared or changed). creation_complete is false only when that other create is " +
-			"still running: wait and look it up with get_task_by_external_id. Without an external_id every " +
-			"call makes a new task.",
+		Name:        "create_task",
+		Description: createTaskDescription,
 		Annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in createTaskInput) (tasks.CreateJSON, error) {
 		raw, err := json.Marshal(in)

@@ -441,3 +441,46 @@ func TestCreateTaskWithoutExternalIDMakesATaskEachTime(t *testing.T) {
 		t.Errorf("workspace ws holds %d tasks, want 4", len(ts))
 	}
 }
+
+// create_task is idempotent but not read-only, and its description says
+// what an agent must do with that (docs/design.md, "External-ID
+// idempotency"): it creates when nothing holds the identity, so it is not a
+// way to check; deduplicated: true means nothing was created; and with
+// creation_complete: false another create may still be running, so the
+// task is not ready and the identity must not be released to create again.
+func TestCreateTaskDescriptionSaysWhatAnAgentMustNotDo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, openSQLite(t))
+	cs := e.session(t, wsBot)
+	description := ""
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatalf("list tools: %v", err)
+		}
+		if tool.Name == "create_task" {
+			description = tool.Description
+		}
+	}
+	points := []struct {
+		point   string
+		phrases []string
+	}{
+		{"create-if-absent, not a lookup; never called to check", []string{
+			"create-if-absent, not a lookup", "when no task holds the external_id, this call creates one",
+			"never call it just to check"}},
+		{"deduplicated: true means it already existed", []string{
+			"deduplicated: true means the task already existed and nothing was created",
+			"do not report that you created a task"}},
+		{"deduplicated: true with creation_complete: false: another create in progress", []string{
+			"deduplicated: true together with creation_complete: false", "another create claimed this external_id",
+			"may still be in progress", "do not assume the task is ready",
+			"do not release the external_id and create again"}},
+	}
+	for _, p := range points {
+		for _, phrase := range p.phrases {
+			if !strings.Contains(description, phrase) {
+				t.Errorf("create_task description does not say %q (%s):\n%s", phrase, p.point, description)
+			}
+		}
+	}
+}
