@@ -425,7 +425,8 @@ var (
 		line: "deliveries list|get ID|replay [ID] [flags]",
 		summary: "Operator tools for webhook deliveries, through the operator API with the admin token.\n\n" +
 			"subcommands:\n" +
-			"  list        list deliveries (filter by status, connection, event, time, error or external ID)\n" +
+			"  list        list deliveries (filter by status, connection, event, time, error, external ID or\n" +
+			"              the provider's delivery ID)\n" +
 			"  get ID      show one delivery: status, outcome, headers (secrets removed) and body\n" +
 			"  replay ID   process a finished delivery again\n" +
 			"  replay      process again the finished deliveries the filters match (bulk replay)\n\n" +
@@ -464,6 +465,7 @@ func deliveryFilterFlags(fs *flag.FlagSet) func() (map[string]string, error) {
 	before := fs.String("received-before", "", "received at or before this RFC 3339 time")
 	errContains := fs.String("error-contains", "", "filter by a substring of the last error (ignoring case)")
 	extID := fs.String("external-id", "", "filter by the external ID of the delivery's outcome")
+	key := fs.String("delivery-key", "", "find the deliveries of a provider's delivery ID (GitHub's X-GitHub-Delivery GUID...),\nwith or without the \"<hook id>:\" the gateway stores before a GitHub GUID")
 	return func() (map[string]string, error) {
 		if *since < 0 || (*since > 0 && *after != "") {
 			return nil, errors.New("--since must be positive, and not given with --received-after")
@@ -473,7 +475,7 @@ func deliveryFilterFlags(fs *flag.FlagSet) func() (map[string]string, error) {
 		}
 		out := map[string]string{}
 		for k, v := range map[string]string{"status": *status, "connection": *conn, "event": *event, "received_after": *after,
-			"received_before": *before, "error_contains": *errContains, "external_id": *extID} {
+			"received_before": *before, "error_contains": *errContains, "external_id": *extID, "delivery_key": *key} {
 			if v != "" {
 				out[k] = v
 			}

@@ -115,6 +115,8 @@ func TestDeliveriesPage(t *testing.T) {
 			e.seedDelivery(t, "gh", "failed-"+key, time.Duration(10-i)*time.Minute, store.DeliveryFailed, "timeout "+key)
 		}
 		e.seedDelivery(t, "gl", "fine", time.Minute, store.DeliveryIgnored, "")
+		// GitHub's key form, "<hook id>:<GUID>".
+		e.seedDelivery(t, "gh", "987:72d3162e-cc78-11e3-81ab-4c9367dc0958", 30*time.Second, store.DeliveryFailed, "timeout x")
 		b := e.login(t, adminToken)
 
 		tests := []struct {
@@ -123,6 +125,10 @@ func TestDeliveriesPage(t *testing.T) {
 			want, unwanted []string
 		}{
 			{"no filter", "", http.StatusOK, []string{"timeout a", "timeout c", `/ui/deliveries/`}, nil},
+			{"the provider's delivery ID", "?delivery_key=72d3162e-cc78-11e3-81ab-4c9367dc0958", http.StatusOK, []string{"timeout x"},
+				[]string{"timeout a", "timeout b", "timeout c"}},
+			{"a stored delivery key", "?delivery_key=987%3A72d3162e-cc78-11e3-81ab-4c9367dc0958", http.StatusOK, []string{"timeout x"},
+				[]string{"timeout a"}},
 			{"status and connection", "?status=failed&connection=gh", http.StatusOK, []string{"timeout a", "timeout b", "timeout c"},
 				[]string{`<td>gl</td>`}},
 			{"error text", "?error_contains=TIMEOUT+B", http.StatusOK, []string{"timeout b"}, []string{"timeout a", "timeout c"}},
@@ -140,8 +146,9 @@ func TestDeliveriesPage(t *testing.T) {
 			wantIn(t, tt.name, res.body, tt.want, tt.unwanted)
 		}
 		// The filters stay in the form.
-		res := b.get(t, "/ui/deliveries?status=failed&error_contains=timeout")
-		wantIn(t, "the filter form", res.body, []string{`<option selected>failed</option>`, `name="error_contains" value="timeout"`}, nil)
+		res := b.get(t, "/ui/deliveries?status=failed&error_contains=timeout&delivery_key=k")
+		wantIn(t, "the filter form", res.body, []string{`<option selected>failed</option>`, `name="error_contains" value="timeout"`,
+			`name="delivery_key" value="k"`}, nil)
 	})
 }
 

@@ -70,6 +70,7 @@ type deliveryFilter struct {
 	ReceivedBefore string `json:"received_before,omitempty" jsonschema:"Received at or before this RFC 3339 time."`
 	ErrorContains  string `json:"error_contains,omitempty" jsonschema:"A substring of the last error, ignoring case."`
 	ExternalID     string `json:"external_id,omitempty" jsonschema:"The external ID of the delivery's outcome, exactly."`
+	DeliveryKey    string `json:"delivery_key,omitempty" jsonschema:"The provider's delivery ID (GitHub's X-GitHub-Delivery GUID, GitLab's Idempotency-Key...), exactly, with or without the hook ID and colon the gateway stores before a GitHub GUID."`
 }
 
 type listDeliveriesInput struct {
@@ -216,7 +217,7 @@ func (t toolset) addDeliveryTools(s *mcp.Server) {
 		f := in.deliveryFilter
 		return t.deliveries.ReplayMatchingJSON(ctx, inbox.ReplayRequest{Status: f.Status, Connection: f.Connection, Event: f.Event,
 			ReceivedAfter: f.ReceivedAfter, ReceivedBefore: f.ReceivedBefore, ErrorContains: f.ErrorContains,
-			ExternalID: f.ExternalID, DryRun: in.DryRun, Max: in.Max})
+			ExternalID: f.ExternalID, DeliveryKey: f.DeliveryKey, DryRun: in.DryRun, Max: in.Max})
 	})
 }
 
@@ -224,7 +225,7 @@ func (t toolset) addDeliveryTools(s *mcp.Server) {
 func (f deliveryFilter) byName() map[string]string {
 	return map[string]string{"status": f.Status, "connection": f.Connection, "event": f.Event,
 		"received_after": f.ReceivedAfter, "received_before": f.ReceivedBefore,
-		"error_contains": f.ErrorContains, "external_id": f.ExternalID}
+		"error_contains": f.ErrorContains, "external_id": f.ExternalID, "delivery_key": f.DeliveryKey}
 }
 
 func setNonEmpty(query url.Values, name, value string) {

@@ -294,6 +294,17 @@ func TestDeliveryToolsAreTheOperatorRoutes(t *testing.T) {
 		if len(list.Deliveries) != 1 || list.Deliveries[0].ID != failedID {
 			t.Fatalf("failed deliveries = %+v, want only %s", list.Deliveries, failedID)
 		}
+		// The provider's delivery ID finds it, without the hook ID the
+		// gateway stores before it.
+		list = mcptest.Decode[inbox.DeliveryListJSON](t, "list_deliveries", mcptest.Call(t, cs, "list_deliveries", map[string]any{"delivery_key": "k-failed"}))
+		if len(list.Deliveries) != 1 || list.Deliveries[0].ID != failedID {
+			t.Errorf("deliveries of delivery_key k-failed = %+v, want only %s", list.Deliveries, failedID)
+		}
+		byKey := mcptest.Decode[inbox.ReplayResultJSON](t, "replay_deliveries", mcptest.Call(t, cs, "replay_deliveries",
+			map[string]any{"delivery_key": "1234:k-failed", "dry_run": true}))
+		if byKey.Matched != 1 || len(byKey.Deliveries) != 1 || byKey.Deliveries[0].ID != failedID {
+			t.Errorf("dry run of delivery_key 1234:k-failed = %+v, want the failed delivery alone", byKey)
+		}
 		errorCases := []struct {
 			tool, path string
 			args       map[string]any
@@ -349,7 +360,8 @@ func seedFailedDelivery(t *testing.T, e *env) string {
 	ctx := context.Background()
 	at := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
 	var ds []store.Delivery
-	for i, key := range []string{"k-failed", "k-queued"} {
+	// The failed delivery's key is GitHub's form, "<hook id>:<GUID>".
+	for i, key := range []string{"1234:k-failed", "k-queued"} {
 		ds = append(ds, store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues", DeliveryKey: key,
 			Headers: `{}`, Body: []byte(`{}`), ReceivedAt: at.Add(time.Duration(i) * time.Second)})
 	}

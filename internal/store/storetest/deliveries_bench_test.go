@@ -117,6 +117,9 @@ func BenchmarkDeliveryPage(b *testing.B) {
 						{"received_before (middle)", store.DeliveryFilter{ReceivedBefore: middle}},
 						{"external_id (one)", store.DeliveryFilter{ExternalID: "github:x:issue:k7"}},
 						{"external_id (none)", store.DeliveryFilter{ExternalID: "nope"}},
+						{"delivery_key (one)", store.DeliveryFilter{DeliveryKey: "k7"}},
+						{"delivery_key (none)", store.DeliveryFilter{DeliveryKey: "nope"}},
+						{"delivery_key with a prefix (none)", store.DeliveryFilter{DeliveryKey: "1:k7"}},
 						{"error_contains (every error)", store.DeliveryFilter{ErrorContains: "UNAVAILABLE"}},
 						{"error_contains (none, unbounded)", store.DeliveryFilter{ErrorContains: "timeout"}},
 						// What the API asks for a page of 100 (inbox.DefaultErrorScanPages, not
