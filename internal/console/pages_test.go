@@ -124,7 +124,9 @@ func TestDeliveriesPage(t *testing.T) {
 			status         int
 			want, unwanted []string
 		}{
-			{"no filter", "", http.StatusOK, []string{"timeout a", "timeout c", `/ui/deliveries/`}, nil},
+			{"no filter", "", http.StatusOK, []string{"timeout a", "timeout c", `/ui/deliveries/`,
+				// The outcome: the action and the result recorded.
+				`<th scope="col">Outcome</th>`, `<code>ignore</code> <span class="result">event not mapped</span>`}, nil},
 			{"the provider's delivery ID", "?delivery_key=72d3162e-cc78-11e3-81ab-4c9367dc0958", http.StatusOK, []string{"timeout x"},
 				[]string{"timeout a", "timeout b", "timeout c"}},
 			{"a stored delivery key", "?delivery_key=987%3A72d3162e-cc78-11e3-81ab-4c9367dc0958", http.StatusOK, []string{"timeout x"},
