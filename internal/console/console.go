@@ -58,8 +58,9 @@ type Suppressions interface {
 // (ingest.Installations).
 type Installations interface {
 	List(ctx context.Context, connectionID string) ([]store.Installation, error)
-	// Recorded says whether the connection's provider has installations.
-	Recorded(connectionID string) bool
+	// Offered says whether the connection has App installations to show:
+	// it is a GitHub App's, or has recorded some.
+	Offered(ctx context.Context, connectionID string) (bool, error)
 }
 
 // Tasks are the task reads, scoped to what a principal may see (tasks.API).

@@ -375,6 +375,10 @@ func TestInstallationsPage(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		e := newEnv(t, st)
 		ctx := context.Background()
+		// gh is a repository hook's connection, not an App's: until it
+		// records an installation, there are none to show.
+		wantIn(t, "the overview before any installation", e.login(t, adminToken).get(t, "/ui/").body, nil,
+			[]string{"/installations", "GitHub App installations"})
 		deleted := start.Add(time.Hour)
 		for _, c := range []store.InstallationChange{
 			{ConnectionID: "gh", InstallationID: 41000001, Action: "created", AccountLogin: "Codertocat", AccountType: "User",
@@ -388,7 +392,8 @@ func TestInstallationsPage(t *testing.T) {
 			}
 		}
 		b := e.login(t, adminToken)
-		// Only a provider with App installations links them.
+		// Once it has recorded some it shows them; a provider without App
+		// installations never does.
 		wantIn(t, "the overview", b.get(t, "/ui/").body, []string{`href="/ui/connections/gh/installations"`},
 			[]string{`href="/ui/connections/gl/installations"`})
 		res := b.get(t, "/ui/connections/gh/installations")
