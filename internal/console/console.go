@@ -76,6 +76,9 @@ type Tasks interface {
 // Recovery is missed-delivery recovery (recovery.Recoverer).
 type Recovery interface {
 	Recoverable(connectionID string) error
+	// WindowHint says why a run looks back at most 72h, in the terms of
+	// the connection's provider.
+	WindowHint(connectionID string) string
 	Hooks(ctx context.Context, connectionID string) ([]recovery.HookState, error)
 	Recover(ctx context.Context, connectionID string, opts recovery.Options) (recovery.Result, error)
 }
