@@ -126,7 +126,7 @@ func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("post: %w", err)
+		return reachError(fmt.Errorf("post: %w", err), f.target, "--url, or --listen (env GATEWAY_LISTEN) as serve listens")
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
@@ -365,7 +365,7 @@ func callAPI(ctx context.Context, target, token, method, path string, body any) 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, reachError(err, target, "--url, or GATEWAY_LISTEN (as serve listens) for its default")
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -382,6 +382,18 @@ func callAPI(ctx context.Context, target, token, method, path string, body any) 
 		return nil, fmt.Errorf("gateway answered %s", resp.Status)
 	}
 	return out, nil
+}
+
+// reachError explains a request that reached no gateway (nothing listens
+// at target, or its host is unknown): the address tried, and how to give
+// the command another (set, a phrase naming the flags and environment).
+// Any other error is returned as it is.
+func reachError(err error, target, set string) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return err
+	}
+	return fmt.Errorf("no gateway answered at %s (%v): is it running there? Give its address with %s", target, op.Err, set)
 }
 
 // operatorCmd holds the flags every operator command has.
