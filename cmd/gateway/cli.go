@@ -126,7 +126,7 @@ func send(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("post: %w", err)
+		return reachError(fmt.Errorf("post: %w", err), f.target, "--url, or --listen (env GATEWAY_LISTEN) as serve listens")
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
@@ -365,7 +365,7 @@ func callAPI(ctx context.Context, target, token, method, path string, body any) 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, reachError(err, target, "--url, or GATEWAY_LISTEN (as serve listens) for its default")
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -382,6 +382,18 @@ func callAPI(ctx context.Context, target, token, method, path string, body any) 
 		return nil, fmt.Errorf("gateway answered %s", resp.Status)
 	}
 	return out, nil
+}
+
+// reachError explains a request that reached no gateway (nothing listens
+// at target, or its host is unknown): the address tried, and how to give
+// the command another (set, a phrase naming the flags and environment).
+// Any other error is returned as it is.
+func reachError(err error, target, set string) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return err
+	}
+	return fmt.Errorf("no gateway answered at %s (%v): is it running there? Give its address with %s", target, op.Err, set)
 }
 
 // operatorCmd holds the flags every operator command has.
@@ -425,7 +437,8 @@ var (
 		line: "deliveries list|get ID|replay [ID] [flags]",
 		summary: "Operator tools for webhook deliveries, through the operator API with the admin token.\n\n" +
 			"subcommands:\n" +
-			"  list        list deliveries (filter by status, connection, event, time, error or external ID)\n" +
+			"  list        list deliveries (filter by status, connection, event, time, error, external ID or\n" +
+			"              the provider's delivery ID)\n" +
 			"  get ID      show one delivery: status, outcome, headers (secrets removed) and body\n" +
 			"  replay ID   process a finished delivery again\n" +
 			"  replay      process again the finished deliveries the filters match (bulk replay)\n\n" +
@@ -464,6 +477,7 @@ func deliveryFilterFlags(fs *flag.FlagSet) func() (map[string]string, error) {
 	before := fs.String("received-before", "", "received at or before this RFC 3339 time")
 	errContains := fs.String("error-contains", "", "filter by a substring of the last error (ignoring case)")
 	extID := fs.String("external-id", "", "filter by the external ID of the delivery's outcome")
+	key := fs.String("delivery-key", "", "find the deliveries of a provider's delivery ID (GitHub's X-GitHub-Delivery GUID...),\nwith or without the \"<hook id>:\" the gateway stores before a GitHub GUID")
 	return func() (map[string]string, error) {
 		if *since < 0 || (*since > 0 && *after != "") {
 			return nil, errors.New("--since must be positive, and not given with --received-after")
@@ -473,7 +487,7 @@ func deliveryFilterFlags(fs *flag.FlagSet) func() (map[string]string, error) {
 		}
 		out := map[string]string{}
 		for k, v := range map[string]string{"status": *status, "connection": *conn, "event": *event, "received_after": *after,
-			"received_before": *before, "error_contains": *errContains, "external_id": *extID} {
+			"received_before": *before, "error_contains": *errContains, "external_id": *extID, "delivery_key": *key} {
 			if v != "" {
 				out[k] = v
 			}

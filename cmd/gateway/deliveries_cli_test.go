@@ -68,14 +68,18 @@ func TestDeliveriesCLIFilters(t *testing.T) {
 		{"list without filters", []string{"list"}, http.MethodGet, "/api/v1/deliveries", url.Values{}, nil},
 		{"list with every filter", []string{"list", "--status", "failed", "--connection", "gh", "--event", "issues",
 			"--received-after", "2026-01-02T03:04:05Z", "--received-before", "2026-01-03T00:00:00Z",
-			"--error-contains", "time out", "--external-id", "github:github.com:issue:1", "--limit", "5", "--cursor", "c"},
+			"--error-contains", "time out", "--external-id", "github:github.com:issue:1", "--delivery-key", "72d3162e",
+			"--limit", "5", "--cursor", "c"},
 			http.MethodGet, "/api/v1/deliveries", url.Values{"status": {"failed"}, "connection": {"gh"}, "event": {"issues"},
 				"received_after": {"2026-01-02T03:04:05Z"}, "received_before": {"2026-01-03T00:00:00Z"},
-				"error_contains": {"time out"}, "external_id": {"github:github.com:issue:1"}, "limit": {"5"}, "cursor": {"c"}}, nil},
+				"error_contains": {"time out"}, "external_id": {"github:github.com:issue:1"}, "delivery_key": {"72d3162e"},
+				"limit": {"5"}, "cursor": {"c"}}, nil},
 		{"replay one", []string{"replay", "0193a5e2-8c1f-7d4e-9b2a-3f6c8d1e2a4b"}, http.MethodPost,
 			"/api/v1/deliveries/0193a5e2-8c1f-7d4e-9b2a-3f6c8d1e2a4b/replay", url.Values{}, nil},
 		{"bulk replay", []string{"replay", "--status", "failed", "--connection", "gh"}, http.MethodPost,
 			"/api/v1/deliveries/replay", url.Values{}, map[string]any{"status": "failed", "connection": "gh", "dry_run": false}},
+		{"bulk replay of a delivery key", []string{"replay", "--delivery-key", "72d3162e"}, http.MethodPost,
+			"/api/v1/deliveries/replay", url.Values{}, map[string]any{"delivery_key": "72d3162e", "dry_run": false}},
 		{"bulk dry run with max", []string{"replay", "--event", "push", "--error-contains", "x", "--external-id", "e",
 			"--received-before", "2026-01-03T00:00:00Z", "--dry-run", "--max", "50"}, http.MethodPost, "/api/v1/deliveries/replay", url.Values{},
 			map[string]any{"event": "push", "error_contains": "x", "external_id": "e", "received_before": "2026-01-03T00:00:00Z",
@@ -196,10 +200,26 @@ func TestDeliveriesCLIAgainstTheGateway(t *testing.T) {
 
 		code, out, errOut = runCLI(t, append([]string{"deliveries", "list", "--connection", "github", "--status", "succeeded", "--since", "1h"}, op...)...)
 		var page struct {
-			Deliveries []struct{ ID string } `json:"deliveries"`
+			Deliveries []struct {
+				ID          string
+				DeliveryKey string `json:"delivery_key"`
+			} `json:"deliveries"`
 		}
 		if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Deliveries) != 1 || page.Deliveries[0].ID != r.DeliveryID {
 			t.Fatalf("list: exit %d %s%s, want the delivery sent", code, out, errOut)
+		}
+		// The provider's delivery ID finds it: the GUID alone, or the key
+		// as stored ("<hook id>:<GUID>").
+		stored := page.Deliveries[0].DeliveryKey
+		_, guid, ok := strings.Cut(stored, ":")
+		if !ok || guid == "" {
+			t.Fatalf("stored delivery key %q, want GitHub's <hook id>:<GUID>", stored)
+		}
+		for _, key := range []string{guid, stored} {
+			code, out, errOut = runCLI(t, append([]string{"deliveries", "list", "--delivery-key", key}, op...)...)
+			if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Deliveries) != 1 || page.Deliveries[0].ID != r.DeliveryID {
+				t.Errorf("list --delivery-key %s (stored %s): exit %d %s%s, want the delivery sent", key, stored, code, out, errOut)
+			}
 		}
 		code, out, _ = runCLI(t, append([]string{"deliveries", "list", "--status", "failed"}, op...)...)
 		if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Deliveries) != 0 {

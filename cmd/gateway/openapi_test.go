@@ -34,9 +34,12 @@ import (
 )
 
 // isConsolePath reports whether path belongs to the operator console
-// (/ui and below): HTML pages and form posts for people, not operations of
-// the JSON API, so docs/openapi.yaml does not describe them.
-func isConsolePath(path string) bool { return path == "/ui" || strings.HasPrefix(path, "/ui/") }
+// (/ui and below, and the root, which redirects to it): HTML pages and form
+// posts for people, not operations of the JSON API, so docs/openapi.yaml
+// does not describe them.
+func isConsolePath(path string) bool {
+	return path == "/" || path == "/ui" || strings.HasPrefix(path, "/ui/")
+}
 
 // registeredRoutes walks the router the gateway serves
 // (server.NewRouter, built here without handlers to call) and returns its

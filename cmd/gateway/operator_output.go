@@ -76,16 +76,20 @@ func deliveriesTable(tw io.Writer, p deliveryPage) {
 }
 
 // writeDeliveryRows writes deliveries one line each: what an operator scans
-// for (when, where, what, how it ended and why).
+// for (when, where, what, how it ended and why). RESULT is the outcome the
+// gateway recorded: a succeeded delivery whose action was not taken (a
+// resend that changed nothing, a stale update) says so there, where
+// STATUS and ACTION alone read as done.
 func writeDeliveryRows(tw io.Writer, ds []inbox.DeliveryJSON) {
-	fmt.Fprintln(tw, "ID\tRECEIVED (UTC)\tCONNECTION\tEVENT\tSTATUS\tATTEMPTS\tACTION\tEXTERNAL ID\tLAST ERROR")
+	fmt.Fprintln(tw, "ID\tRECEIVED (UTC)\tCONNECTION\tEVENT\tSTATUS\tATTEMPTS\tACTION\tRESULT\tEXTERNAL ID\tLAST ERROR")
 	for _, d := range ds {
-		var action, extID string
+		var action, result, extID string
 		if d.Outcome != nil {
-			action, extID = deref(d.Outcome.Action), deref(d.Outcome.ExternalID)
+			action, result, extID = deref(d.Outcome.Action), deref(d.Outcome.Result), deref(d.Outcome.ExternalID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, shortTime(d.ReceivedAt), d.Connection,
-			orDash(d.Event), d.Status, d.Attempts, orDash(action), orDash(extID), orDash(oneLine(deref(d.LastError), 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.ID, shortTime(d.ReceivedAt), d.Connection,
+			orDash(d.Event), d.Status, d.Attempts, orDash(action), orDash(oneLine(result, 60)), orDash(extID),
+			orDash(oneLine(deref(d.LastError), 60)))
 	}
 }
 

@@ -30,6 +30,19 @@ func TestOperatorCLITables(t *testing.T) {
 			`apply: workspace eng has no step "doing"`, // one line
 			"more: add --cursor c2",
 		}},
+		// A resend that changed nothing succeeded without applying its
+		// action: the recorded result says so.
+		{"list shows each outcome's result", []string{"deliveries", "list"}, `{"deliveries":[` +
+			`{"id":"d-2","connection":"gh","provider":"github","event":"issues.opened","delivery_key":"k-2","status":"succeeded","attempts":1,` +
+			`"last_error":null,"next_attempt_at":null,"received_at":"2026-03-04T05:06:08Z",` +
+			`"outcome":{"task_id":"t-1","external_id":"github:github.com:issue:7","action":"update","result":"unchanged (the task already has this state)"}},` +
+			`{"id":"d-3","connection":"gh","provider":"github","event":"issues.edited","delivery_key":"k-3","status":"succeeded","attempts":1,` +
+			`"last_error":null,"next_attempt_at":null,"received_at":"2026-03-04T05:06:09Z",` +
+			`"outcome":{"task_id":"t-1","external_id":"github:github.com:issue:7","action":"update","result":"stale update skipped (older than the last applied event)"}}]}`,
+			[]string{"ACTION RESULT EXTERNAL ID",
+				"d-2 2026-03-04 05:06:08 gh issues.opened succeeded 1 update unchanged (the task already has this state) github:github.com:issue:7",
+				"d-3 2026-03-04 05:06:09 gh issues.edited succeeded 1 update stale update skipped (older than the last applied event) github:github.com:issue:7",
+			}},
 		{"empty list", []string{"deliveries", "list"}, `{"deliveries":[]}`, []string{"no deliveries match"}},
 		{"empty page, more to search", []string{"deliveries", "list", "--error-contains", "x"}, `{"deliveries":[],"next_cursor":"c3"}`,
 			[]string{"none matched on this page", "more: add --cursor c3"}},

@@ -14,13 +14,14 @@ import (
 var recoverUsage = usageText{
 	line: "recover --connection ID [--since 24h] [--dry-run] [-o table|json] [flags]",
 	summary: "Finds the webhook deliveries the connection's provider failed to make (every attempt failed and the\n" +
-		"inbox does not hold them) within --since (at most 72h: GitHub keeps three days) and asks the provider\n" +
-		"to redeliver each, once: the request is recorded before it is sent, so repeated runs and replicas\n" +
-		"never ask twice. Needs the connection's api_token and hooks (or a GitHub App). For a provider that\n" +
-		"keeps no delivery history (Gitea, Forgejo, Linear) it lists the items changed within --since instead\n" +
-		"and records each state the gateway does not have as a delivery, once per item and update; that needs\n" +
-		"api_token alone. --dry-run lists what it would do and does nothing. Runs through the operator API\n" +
-		"with the admin token.",
+		"inbox does not hold them) within --since and asks the provider to redeliver each, once: the request\n" +
+		"is recorded before it is sent, so repeated runs and replicas never ask twice. Needs the connection's\n" +
+		"api_token and hooks (or a GitHub App). For a provider that keeps no delivery history (Gitea, Forgejo,\n" +
+		"Linear) it lists the items changed within --since instead and records each state the gateway does\n" +
+		"not have as a delivery, once per item and update; that needs api_token alone. --since is at most 72h\n" +
+		"(GitHub keeps three days of hook deliveries; a refused --since says why for the connection's\n" +
+		"provider). --dry-run lists what it would do and does nothing. Runs through the operator API with the\n" +
+		"admin token.",
 	example: "gateway recover --connection gh-main --since 6h --dry-run",
 }
 

@@ -411,8 +411,12 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		working.Wait()
 		background.Wait()
 	}
-	fmt.Fprintf(stdout, "gateway listening on http://%s (database: %s)\n", ln.Addr(), st.Dialect())
-	logger.Info("gateway started", "listen", ln.Addr().String(), "dialect", st.Dialect(), "connections", len(cfg.Connections))
+	// The console's address is one a browser on this machine can open
+	// (listenURL: an unspecified host is reached on the loopback address).
+	consoleURL := listenURL(ln.Addr().String()) + "/ui/"
+	fmt.Fprintf(stdout, "gateway listening on http://%s (database: %s); operator console: %s\n", ln.Addr(), st.Dialect(), consoleURL)
+	logger.Info("gateway started", "listen", ln.Addr().String(), "console", consoleURL, "dialect", st.Dialect(),
+		"connections", len(cfg.Connections))
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -58,8 +58,9 @@ type Suppressions interface {
 // (ingest.Installations).
 type Installations interface {
 	List(ctx context.Context, connectionID string) ([]store.Installation, error)
-	// Recorded says whether the connection's provider has installations.
-	Recorded(connectionID string) bool
+	// Offered says whether the connection has App installations to show:
+	// it is a GitHub App's, or has recorded some.
+	Offered(ctx context.Context, connectionID string) (bool, error)
 }
 
 // Tasks are the task reads, scoped to what a principal may see (tasks.API).
@@ -75,6 +76,9 @@ type Tasks interface {
 // Recovery is missed-delivery recovery (recovery.Recoverer).
 type Recovery interface {
 	Recoverable(connectionID string) error
+	// WindowHint says why a run looks back at most 72h, in the terms of
+	// the connection's provider.
+	WindowHint(connectionID string) string
 	Hooks(ctx context.Context, connectionID string) ([]recovery.HookState, error)
 	Recover(ctx context.Context, connectionID string, opts recovery.Options) (recovery.Result, error)
 }

@@ -15,8 +15,8 @@ const recentFailuresShown = 5
 // connectionOverview is one connection's row of the overview.
 type connectionOverview struct {
 	ID string
-	// Installations: the connection's provider has App installations to
-	// show.
+	// Installations: the connection has GitHub App installations to show
+	// (it is an App's, or has recorded some).
 	Installations  bool
 	LastHour       statusCounts
 	LastDay        statusCounts
@@ -92,7 +92,7 @@ func (c *Console) connectionOverviews(r *http.Request, now time.Time) ([]*connec
 		if o, ok := byID[id]; ok {
 			return o
 		}
-		o := &connectionOverview{ID: id, Installations: c.d.Installations.Recorded(id)}
+		o := &connectionOverview{ID: id}
 		byID[id] = o
 		out = append(out, o)
 		return o
@@ -131,6 +131,9 @@ func (c *Console) connectionOverviews(r *http.Request, now time.Time) ([]*connec
 		o.Pending, o.OldestQueuedAt = b.Pending, b.OldestQueuedAt
 	}
 	for _, o := range out {
+		if o.Installations, err = c.d.Installations.Offered(ctx, o.ID); err != nil {
+			return nil, err
+		}
 		o.Chart = newChart(chartStart, perConn[o.ID])
 		failed, _, err := c.d.Deliveries.List(ctx, store.DeliveryFilter{Status: store.DeliveryFailed, ConnectionID: o.ID},
 			recentFailuresShown, "")

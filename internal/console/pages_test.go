@@ -115,6 +115,8 @@ func TestDeliveriesPage(t *testing.T) {
 			e.seedDelivery(t, "gh", "failed-"+key, time.Duration(10-i)*time.Minute, store.DeliveryFailed, "timeout "+key)
 		}
 		e.seedDelivery(t, "gl", "fine", time.Minute, store.DeliveryIgnored, "")
+		// GitHub's key form, "<hook id>:<GUID>".
+		e.seedDelivery(t, "gh", "987:72d3162e-cc78-11e3-81ab-4c9367dc0958", 30*time.Second, store.DeliveryFailed, "timeout x")
 		b := e.login(t, adminToken)
 
 		tests := []struct {
@@ -122,7 +124,13 @@ func TestDeliveriesPage(t *testing.T) {
 			status         int
 			want, unwanted []string
 		}{
-			{"no filter", "", http.StatusOK, []string{"timeout a", "timeout c", `/ui/deliveries/`}, nil},
+			{"no filter", "", http.StatusOK, []string{"timeout a", "timeout c", `/ui/deliveries/`,
+				// The outcome: the action and the result recorded.
+				`<th scope="col">Outcome</th>`, `<code>ignore</code> <span class="result">event not mapped</span>`}, nil},
+			{"the provider's delivery ID", "?delivery_key=72d3162e-cc78-11e3-81ab-4c9367dc0958", http.StatusOK, []string{"timeout x"},
+				[]string{"timeout a", "timeout b", "timeout c"}},
+			{"a stored delivery key", "?delivery_key=987%3A72d3162e-cc78-11e3-81ab-4c9367dc0958", http.StatusOK, []string{"timeout x"},
+				[]string{"timeout a"}},
 			{"status and connection", "?status=failed&connection=gh", http.StatusOK, []string{"timeout a", "timeout b", "timeout c"},
 				[]string{`<td>gl</td>`}},
 			{"error text", "?error_contains=TIMEOUT+B", http.StatusOK, []string{"timeout b"}, []string{"timeout a", "timeout c"}},
@@ -140,8 +148,9 @@ func TestDeliveriesPage(t *testing.T) {
 			wantIn(t, tt.name, res.body, tt.want, tt.unwanted)
 		}
 		// The filters stay in the form.
-		res := b.get(t, "/ui/deliveries?status=failed&error_contains=timeout")
-		wantIn(t, "the filter form", res.body, []string{`<option selected>failed</option>`, `name="error_contains" value="timeout"`}, nil)
+		res := b.get(t, "/ui/deliveries?status=failed&error_contains=timeout&delivery_key=k")
+		wantIn(t, "the filter form", res.body, []string{`<option selected>failed</option>`, `name="error_contains" value="timeout"`,
+			`name="delivery_key" value="k"`}, nil)
 	})
 }
 
@@ -366,6 +375,10 @@ func TestInstallationsPage(t *testing.T) {
 	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		e := newEnv(t, st)
 		ctx := context.Background()
+		// gh is a repository hook's connection, not an App's: until it
+		// records an installation, there are none to show.
+		wantIn(t, "the overview before any installation", e.login(t, adminToken).get(t, "/ui/").body, nil,
+			[]string{"/installations", "GitHub App installations"})
 		deleted := start.Add(time.Hour)
 		for _, c := range []store.InstallationChange{
 			{ConnectionID: "gh", InstallationID: 41000001, Action: "created", AccountLogin: "Codertocat", AccountType: "User",
@@ -379,7 +392,8 @@ func TestInstallationsPage(t *testing.T) {
 			}
 		}
 		b := e.login(t, adminToken)
-		// Only a provider with App installations links them.
+		// Once it has recorded some it shows them; a provider without App
+		// installations never does.
 		wantIn(t, "the overview", b.get(t, "/ui/").body, []string{`href="/ui/connections/gh/installations"`},
 			[]string{`href="/ui/connections/gl/installations"`})
 		res := b.get(t, "/ui/connections/gh/installations")

@@ -39,9 +39,11 @@ type recoverConnection struct {
 	// Off counts the hooks the provider does not deliver through.
 	Off int
 	// Since is the form's window and Error what was wrong with the
-	// form's post.
-	Since string
-	Error string
+	// form's post; WindowHint why the window is at most 72h, in the
+	// provider's terms.
+	Since      string
+	Error      string
+	WindowHint string
 	// Run is what the posted run found and asked for.
 	Run *recoverRun
 }
@@ -63,7 +65,7 @@ func (c *Console) recoverPage(ctx context.Context) recoverPage {
 	var wg sync.WaitGroup
 	for i, id := range c.d.Connections {
 		conn := &page.Connections[i]
-		conn.ID, conn.Since = id, defaultSince
+		conn.ID, conn.Since, conn.WindowHint = id, defaultSince, c.d.Recovery.WindowHint(id)
 		if err := c.d.Recovery.Recoverable(id); err != nil {
 			conn.Unavailable = failure.MessageOf(err)
 			continue

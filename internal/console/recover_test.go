@@ -46,6 +46,8 @@ func (f *fakeRecovery) Recoverable(id string) error {
 	return nil
 }
 
+func (f *fakeRecovery) WindowHint(id string) string { return "the window of " + id }
+
 func (f *fakeRecovery) Hooks(ctx context.Context, id string) ([]recovery.HookState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -390,5 +392,21 @@ func TestRecoverRefusals(t *testing.T) {
 		if asked, requests := gh.asked(); len(asked) != 0 || requests > read+3 {
 			t.Errorf("the refused posts asked for %v and made %d requests, want none asked and only the hook read", asked, requests-read)
 		}
+	})
+}
+
+// The form says why its window is at most 72h in the terms of the
+// connection's provider (recovery.Recoverer.WindowHint): GitHub's three
+// days for a GitHub connection, not for the others.
+func TestRecoverFormSaysTheProvidersWindow(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		res := newEnv(t, st).login(t, adminToken).get(t, "/ui/recover")
+		wantIn(t, "the form", section(t, res.body, "gh"), []string{"30m, 6h, 72h (the window of gh)."}, []string{"GitHub keeps"})
+
+		gh := newFakeGitHub(t)
+		res = newRecoveryEnv(t, st, gh).login(t, adminToken).get(t, "/ui/recover")
+		wantIn(t, "the form of a GitHub connection", section(t, res.body, "gh"),
+			[]string{"30m, 6h, 72h (GitHub keeps three days of hook deliveries)."}, nil)
 	})
 }

@@ -188,14 +188,15 @@ func decodeCursor(c string) (time.Time, string, error) {
 
 // FilterParams are the delivery filters, as the list's query parameters
 // and the bulk replay's JSON fields name them (docs/design.md, "Operators").
-var FilterParams = []string{"status", "connection", "event", "received_after", "received_before", "error_contains", "external_id"}
+var FilterParams = []string{"status", "connection", "event", "received_after", "received_before", "error_contains", "external_id",
+	"delivery_key"}
 
 // ParseFilter reads the filters from value (a query parameter, form or
 // JSON field by name; empty means absent). Times are RFC 3339.
 func ParseFilter(value func(name string) string) (store.DeliveryFilter, error) {
 	var f store.DeliveryFilter
 	text := map[string]*string{"status": &f.Status, "connection": &f.ConnectionID, "event": &f.Event,
-		"error_contains": &f.ErrorContains, "external_id": &f.ExternalID}
+		"error_contains": &f.ErrorContains, "external_id": &f.ExternalID, "delivery_key": &f.DeliveryKey}
 	times := map[string]*time.Time{"received_after": &f.ReceivedAfter, "received_before": &f.ReceivedBefore}
 	for _, name := range FilterParams {
 		v := value(name)
@@ -375,6 +376,7 @@ type ReplayRequest struct {
 	ReceivedBefore string `json:"received_before"`
 	ErrorContains  string `json:"error_contains"`
 	ExternalID     string `json:"external_id"`
+	DeliveryKey    string `json:"delivery_key"`
 	DryRun         bool   `json:"dry_run"`
 	Max            *int   `json:"max"`
 }
@@ -421,7 +423,7 @@ func (o *Operators) replayMatching(w http.ResponseWriter, r *http.Request) error
 func (o *Operators) ReplayMatchingJSON(ctx context.Context, req ReplayRequest) (ReplayResultJSON, error) {
 	fields := map[string]string{"status": req.Status, "connection": req.Connection, "event": req.Event,
 		"received_after": req.ReceivedAfter, "received_before": req.ReceivedBefore,
-		"error_contains": req.ErrorContains, "external_id": req.ExternalID}
+		"error_contains": req.ErrorContains, "external_id": req.ExternalID, "delivery_key": req.DeliveryKey}
 	f, err := ParseFilter(func(name string) string { return fields[name] })
 	if err != nil {
 		return ReplayResultJSON{}, err

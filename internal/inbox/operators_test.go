@@ -254,13 +254,14 @@ func TestOperatorListInvalid(t *testing.T) {
 		{"cursor=%21%21%21", "invalid cursor"},
 		{"cursor=" + badCursor, "invalid cursor"},
 		{"cursor=" + base64.RawURLEncoding.EncodeToString([]byte("no-separator")), "invalid cursor"},
-		{"bogus=1", `unknown query parameter "bogus": want status, connection, event, received_after, received_before, error_contains, external_id, limit, cursor`},
-		{"Status=failed", `unknown query parameter "Status": want status, connection, event, received_after, received_before, error_contains, external_id, limit, cursor`},
+		{"bogus=1", `unknown query parameter "bogus": want status, connection, event, received_after, received_before, error_contains, external_id, delivery_key, limit, cursor`},
+		{"Status=failed", `unknown query parameter "Status": want status, connection, event, received_after, received_before, error_contains, external_id, delivery_key, limit, cursor`},
 		{"status=failed&status=queued", `query parameter "status" is given more than once`},
 		{"received_after=yesterday", "received_after must be an RFC 3339 time such as 2026-01-02T15:04:05Z"},
 		{"received_before=2026-01-02", "received_before must be an RFC 3339 time such as 2026-01-02T15:04:05Z"},
 		{"error_contains=a%00b", "error_contains contains a NUL character"},
 		{"external_id=%FF", "external_id is not valid UTF-8 text"},
+		{"delivery_key=%FF", "delivery_key is not valid UTF-8 text"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -631,6 +632,8 @@ func TestOperatorListFilters(t *testing.T) {
 			{"error contains", "error_contains=MALFORMED", []string{f.failed.ID}},
 			{"error contains nothing stored", "error_contains=timeout", []string{}},
 			{"external id", "external_id=fake:7", []string{f.succeeded.ID}},
+			{"delivery key", "delivery_key=k1", []string{f.failed.ID}},
+			{"delivery key, another connection's", "delivery_key=k3&connection=" + connFake, []string{}},
 			{"combined", "connection=" + connFake + "&received_after=" + at(time.Second) + "&received_before=" + at(2*time.Second),
 				filter(func(d store.Delivery) bool {
 					return d.ConnectionID == connFake && d.ReceivedAt.After(t0) && !d.ReceivedAt.After(t0.Add(2*time.Second))
@@ -742,6 +745,13 @@ func TestOperatorBulkReplay(t *testing.T) {
 			t.Errorf("notifications after a dry run = %d, want 0", n)
 		}
 
+		// A delivery found by its provider's delivery ID.
+		code, raw = f.post(t, "/api/v1/deliveries/replay", `{"delivery_key":"k1","dry_run":true}`)
+		if got := decodeBulk(t, raw); code != http.StatusOK || got.Matched != 1 || got.WouldReplay == nil || *got.WouldReplay != 1 ||
+			!slices.Equal(jsonIDs(got.Deliveries), []string{f.failed.ID}) {
+			t.Errorf("dry run by delivery_key = %d %s, want the failed delivery k1 alone", code, raw)
+		}
+
 		// max: the newest one matched only, a queued one: skipped.
 		code, raw = f.post(t, "/api/v1/deliveries/replay", `{"connection":"`+connFake+`","max":1}`)
 		if got := decodeBulk(t, raw); code != http.StatusOK || got.Matched != 1 || got.Replayed != 0 || got.Skipped != 1 ||
@@ -793,9 +803,9 @@ func TestOperatorBulkReplayInvalid(t *testing.T) {
 	tests := []struct {
 		body, wantError string
 	}{
-		{`{}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id"},
-		{`{"dry_run":true,"max":5}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id"},
-		{`{"status":""}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id"},
+		{`{}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id, delivery_key"},
+		{`{"dry_run":true,"max":5}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id, delivery_key"},
+		{`{"status":""}`, "at least one filter is required: status, connection, event, received_after, received_before, error_contains, external_id, delivery_key"},
 		{`{"status":"failed","max":0}`, "max must be an integer between 1 and 100000"},
 		{`{"status":"failed","max":100001}`, "max must be an integer between 1 and 100000"},
 		{`{"status":"bogus"}`, `invalid status "bogus": want one of queued, processing, succeeded, ignored, suppressed, retrying, failed`},

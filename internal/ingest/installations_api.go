@@ -94,13 +94,23 @@ func (s *Installations) List(ctx context.Context, connectionID string) ([]store.
 	return s.st.ListInstallations(ctx, connectionID)
 }
 
-// Recorded says whether the connection's provider has App installations
-// the gateway records (providers.Provider.Installations).
-func (s *Installations) Recorded(connectionID string) bool {
+// Offered says whether the connection has GitHub App installations to
+// show: its provider records them (providers.Provider.Installations) and
+// the connection is an App's (app: in its configuration), or has recorded
+// some (an App whose webhook posts to a connection configured without the
+// App's credentials). A repository or organization hook's connection has
+// none.
+func (s *Installations) Offered(ctx context.Context, connectionID string) (bool, error) {
 	conn, ok := s.conns(connectionID)
 	if !ok {
-		return false
+		return false, nil
 	}
-	p, ok := providers.Lookup(conn.Provider)
-	return ok && p.Installations
+	if p, ok := providers.Lookup(conn.Provider); !ok || !p.Installations {
+		return false, nil
+	}
+	if conn.App != nil {
+		return true, nil
+	}
+	list, err := s.st.ListInstallations(ctx, connectionID)
+	return len(list) > 0, err
 }

@@ -70,6 +70,7 @@ type deliveryFilter struct {
 	ReceivedBefore string `json:"received_before,omitempty" jsonschema:"Received at or before this RFC 3339 time."`
 	ErrorContains  string `json:"error_contains,omitempty" jsonschema:"A substring of the last error, ignoring case."`
 	ExternalID     string `json:"external_id,omitempty" jsonschema:"The external ID of the delivery's outcome, exactly."`
+	DeliveryKey    string `json:"delivery_key,omitempty" jsonschema:"The provider's delivery ID (GitHub's X-GitHub-Delivery GUID, GitLab's Idempotency-Key...), exactly, with or without the hook ID and colon the gateway stores before a GitHub GUID."`
 }
 
 type listDeliveriesInput struct {
@@ -106,15 +107,28 @@ func addTool[In, Out any](s *mcp.Server, t toolset, tool *mcp.Tool, fn func(ctx 
 	})
 }
 
+// createTaskDescription says the three things an agent must know of an
+// idempotent create (docs/design.md, "External-ID idempotency"): it
+// creates when nothing holds the identity, so it is no way to check;
+// deduplicated: true means nothing was created; and deduplicated: true with
+// creation_complete: false means another create may still be running, so
+// the task is not ready and the identity must not be released to create
+// again.
+const createTaskDescription = "Create a task in a workspace, at most once per external_id. This is " +
+	"create-if-absent, not a lookup: when no task holds the external_id, this call creates one, so never " +
+	"call it just to check whether a task exists (get_task_by_external_id does that). deduplicated: true " +
+	"means the task already existed and nothing was created: do not report that you created a task (its " +
+	"other fields were neither compared nor changed). deduplicated: true together with creation_complete: " +
+	"false means another create claimed this external_id and had not finished when this call looked, and " +
+	"may still be in progress: do not assume the task is ready, and do not release the external_id and " +
+	"create again; wait, then look it up with get_task_by_external_id. Replay the arguments of the first " +
+	"call. Without an external_id every call makes a new task."
+
 // addTaskTools adds the tools every caller has.
 func (t toolset) addTaskTools(s *mcp.Server) {
 	addTool(s, t, &mcp.Tool{
-		Name: "create_task",
-		Description: "Create a task in a workspace, at most once per external_id. If a task already holds the " +
-			"external_id, nothing is created and that task is answered with deduplicated: true (its other " +
-			"fields are not compared or changed). creation_complete is false only when that other create is " +
-			"still running: wait and look it up with get_task_by_external_id. Without an external_id every " +
-			"call makes a new task.",
+		Name:        "create_task",
+		Description: createTaskDescription,
 		Annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, func(ctx context.Context, in createTaskInput) (tasks.CreateJSON, error) {
 		raw, err := json.Marshal(in)
@@ -203,7 +217,7 @@ func (t toolset) addDeliveryTools(s *mcp.Server) {
 		f := in.deliveryFilter
 		return t.deliveries.ReplayMatchingJSON(ctx, inbox.ReplayRequest{Status: f.Status, Connection: f.Connection, Event: f.Event,
 			ReceivedAfter: f.ReceivedAfter, ReceivedBefore: f.ReceivedBefore, ErrorContains: f.ErrorContains,
-			ExternalID: f.ExternalID, DryRun: in.DryRun, Max: in.Max})
+			ExternalID: f.ExternalID, DeliveryKey: f.DeliveryKey, DryRun: in.DryRun, Max: in.Max})
 	})
 }
 
@@ -211,7 +225,7 @@ func (t toolset) addDeliveryTools(s *mcp.Server) {
 func (f deliveryFilter) byName() map[string]string {
 	return map[string]string{"status": f.Status, "connection": f.Connection, "event": f.Event,
 		"received_after": f.ReceivedAfter, "received_before": f.ReceivedBefore,
-		"error_contains": f.ErrorContains, "external_id": f.ExternalID}
+		"error_contains": f.ErrorContains, "external_id": f.ExternalID, "delivery_key": f.DeliveryKey}
 }
 
 func setNonEmpty(query url.Values, name, value string) {

@@ -294,6 +294,17 @@ func TestDeliveryToolsAreTheOperatorRoutes(t *testing.T) {
 		if len(list.Deliveries) != 1 || list.Deliveries[0].ID != failedID {
 			t.Fatalf("failed deliveries = %+v, want only %s", list.Deliveries, failedID)
 		}
+		// The provider's delivery ID finds it, without the hook ID the
+		// gateway stores before it.
+		list = mcptest.Decode[inbox.DeliveryListJSON](t, "list_deliveries", mcptest.Call(t, cs, "list_deliveries", map[string]any{"delivery_key": "k-failed"}))
+		if len(list.Deliveries) != 1 || list.Deliveries[0].ID != failedID {
+			t.Errorf("deliveries of delivery_key k-failed = %+v, want only %s", list.Deliveries, failedID)
+		}
+		byKey := mcptest.Decode[inbox.ReplayResultJSON](t, "replay_deliveries", mcptest.Call(t, cs, "replay_deliveries",
+			map[string]any{"delivery_key": "1234:k-failed", "dry_run": true}))
+		if byKey.Matched != 1 || len(byKey.Deliveries) != 1 || byKey.Deliveries[0].ID != failedID {
+			t.Errorf("dry run of delivery_key 1234:k-failed = %+v, want the failed delivery alone", byKey)
+		}
 		errorCases := []struct {
 			tool, path string
 			args       map[string]any
@@ -349,7 +360,8 @@ func seedFailedDelivery(t *testing.T, e *env) string {
 	ctx := context.Background()
 	at := time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)
 	var ds []store.Delivery
-	for i, key := range []string{"k-failed", "k-queued"} {
+	// The failed delivery's key is GitHub's form, "<hook id>:<GUID>".
+	for i, key := range []string{"1234:k-failed", "k-queued"} {
 		ds = append(ds, store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues", DeliveryKey: key,
 			Headers: `{}`, Body: []byte(`{}`), ReceivedAt: at.Add(time.Duration(i) * time.Second)})
 	}
@@ -439,5 +451,48 @@ func TestCreateTaskWithoutExternalIDMakesATaskEachTime(t *testing.T) {
 	}
 	if ts := e.tasksOf(t, "ws"); len(ts) != 4 {
 		t.Errorf("workspace ws holds %d tasks, want 4", len(ts))
+	}
+}
+
+// create_task is idempotent but not read-only, and its description says
+// what an agent must do with that (docs/design.md, "External-ID
+// idempotency"): it creates when nothing holds the identity, so it is not a
+// way to check; deduplicated: true means nothing was created; and with
+// creation_complete: false another create may still be running, so the
+// task is not ready and the identity must not be released to create again.
+func TestCreateTaskDescriptionSaysWhatAnAgentMustNotDo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, openSQLite(t))
+	cs := e.session(t, wsBot)
+	description := ""
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatalf("list tools: %v", err)
+		}
+		if tool.Name == "create_task" {
+			description = tool.Description
+		}
+	}
+	points := []struct {
+		point   string
+		phrases []string
+	}{
+		{"create-if-absent, not a lookup; never called to check", []string{
+			"create-if-absent, not a lookup", "when no task holds the external_id, this call creates one",
+			"never call it just to check"}},
+		{"deduplicated: true means it already existed", []string{
+			"deduplicated: true means the task already existed and nothing was created",
+			"do not report that you created a task"}},
+		{"deduplicated: true with creation_complete: false: another create in progress", []string{
+			"deduplicated: true together with creation_complete: false", "another create claimed this external_id",
+			"may still be in progress", "do not assume the task is ready",
+			"do not release the external_id and create again"}},
+	}
+	for _, p := range points {
+		for _, phrase := range p.phrases {
+			if !strings.Contains(description, phrase) {
+				t.Errorf("create_task description does not say %q (%s):\n%s", phrase, p.point, description)
+			}
+		}
 	}
 }

@@ -287,6 +287,23 @@ func New(st Store, conns func(id string) (config.Connection, bool), logger *slog
 		}}
 }
 
+// WindowHint says why a run of the connection looks back at most
+// MaxWindow, in its provider's terms: a refused since says it, and the
+// console's form shows it.
+func (r *Recoverer) WindowHint(connectionID string) string {
+	conn, ok := r.conns(connectionID)
+	p, known := providers.Lookup(conn.Provider)
+	switch {
+	case !ok || !known:
+		return "the longest window a run reads"
+	case conn.Provider == connectors.ProviderGitHub:
+		return "GitHub keeps three days of hook deliveries"
+	case p.Recovery == providers.RecoverReconcile:
+		return "a run lists what changed at the provider within it, up to three days back"
+	}
+	return "the provider keeps only recent hook deliveries: run it soon after an outage"
+}
+
 // Recoverable says why the connection cannot be recovered (unknown, of a
 // provider that retries by itself, without what its recovery needs), nil
 // when it can: the console shows it before anyone asks.
@@ -360,7 +377,7 @@ func (r *Recoverer) recover(ctx context.Context, connectionID string, opts Optio
 		opts.Since = DefaultWindow
 	}
 	if opts.Since < 0 || opts.Since > MaxWindow {
-		return Result{}, failure.New(failure.Invalid, "since must be positive and at most 72h (GitHub keeps three days of deliveries)")
+		return Result{}, failure.New(failure.Invalid, "since must be positive and at most 72h (%s)", r.WindowHint(connectionID))
 	}
 	conn, api, err := r.hookAPIFor(connectionID)
 	if err != nil {

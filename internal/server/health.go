@@ -24,9 +24,11 @@ func readyz(readiness *inbox.Readiness) http.HandlerFunc {
 	}
 }
 
-// redirectTo answers with a permanent redirect to path.
-func redirectTo(path string) http.HandlerFunc {
+// redirectTo answers with a redirect to path: code is
+// http.StatusMovedPermanently for a path that is only another spelling of
+// path, http.StatusFound where a browser should not remember it.
+func redirectTo(path string, code int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, path, http.StatusMovedPermanently)
+		http.Redirect(w, r, path, code)
 	}
 }

@@ -121,8 +121,12 @@ func table(d Deps) []route {
 
 		// The operator console: HTML pages (internal/console), outside the
 		// JSON API and its OpenAPI description. Sign-in and the stylesheet
-		// are public; the sign-in is throttled as bearer tokens are.
-		{GET, "/ui", public, redirectTo("/ui/")},
+		// are public; the sign-in is throttled as bearer tokens are. The
+		// root is where a person opening the gateway's address lands: the
+		// console (a temporary redirect, so the root stays free to serve
+		// something else one day).
+		{GET, "/", public, redirectTo("/ui/", http.StatusFound)},
+		{GET, "/ui", public, redirectTo("/ui/", http.StatusMovedPermanently)},
 		{GET, "/ui/", session, d.Console.Overview},
 		{GET, "/ui/console.css", public, d.Console.Stylesheet},
 		{GET, "/ui/login", public, d.Console.LoginPage},

@@ -223,3 +223,22 @@ func TestRoutingErrors(t *testing.T) {
 		}
 	})
 }
+
+// The root leads a person who opens the gateway's address to the console,
+// signed in or not; only GET is served there.
+func TestRootRedirectsToTheConsole(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		r := newRouter(t, st)
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Code != http.StatusFound || rec.Header().Get("Location") != "/ui/" {
+			t.Errorf("GET / = %d Location %q, want 302 to /ui/", rec.Code, rec.Header().Get("Location"))
+		}
+		rec = httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+		if rec.Code != http.StatusMethodNotAllowed {
+			t.Errorf("POST / = %d, want 405", rec.Code)
+		}
+	})
+}

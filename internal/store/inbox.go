@@ -88,6 +88,10 @@ type DeliveryFilter struct {
 	ErrorScanLimit int
 	// ExternalID matches the outcome's external ID.
 	ExternalID string
+	// DeliveryKey matches the provider's delivery ID: a stored key equal to
+	// it, or one that is a prefix, ':' and it (GitHub's keys are "<hook
+	// id>:<GUID>", so its GUID alone finds them). Exact and case-sensitive.
+	DeliveryKey string
 	// Before is the (received_at, id) of the last delivery of the previous page.
 	BeforeReceivedAt time.Time
 	BeforeID         string

@@ -9,6 +9,10 @@
 //
 // Lock order, kept everywhere (docs/design.md, "The creation ledger"):
 // workspace → creation operation → task → steps and effect rows → outbox.
+// Rows a transaction inserts itself may come before the locks it then
+// takes, since no other transaction can wait for them: Begin inserts its
+// operation and steps before it locks the workspace, to hold that row as
+// briefly as it can (docs/architecture.md, "The creation protocol").
 //
 // Inside InTx, the writes that answer nothing but an error (InsertTask,
 // InsertNumberedTasks, InsertOperation, InsertCreationStep,
@@ -224,9 +228,6 @@ type TaskQueries interface {
 	// ReleaseExternalID clears external_id and external_id_settled_at on the
 	// task holding the identity, returning it; ErrNotFound when none does.
 	ReleaseExternalID(ctx context.Context, workspaceID, externalID string) (Task, error)
-	// SettleExternalID is the settlement UPDATE whose predicate includes
-	// external_id; it returns the affected row count.
-	SettleExternalID(ctx context.Context, taskID, externalID string, at time.Time) (int64, error)
 	SetTaskCreationState(ctx context.Context, taskID, state string, at time.Time) error
 	// SetTaskCreated marks a task complete at its first revision (the
 	// creation's last write): only the columns that change, so no index of

@@ -222,14 +222,15 @@ const pendingStatuses = "(status = 'queued' OR status = 'retrying' OR status = '
 
 // deliveryWhere renders a filter's predicates, numbering arguments from
 // those already in args. Each filter has an index ending in (received_at,
-// id) (migrations 00008 and 00010), so a page reads matching rows newest
+// id) (migrations 00008, 00010 and 00021), so a page reads matching rows newest
 // first and stops when it is full; the status indexes hold only the rare
 // statuses, and the common ones read the received-time index. error_contains has none a B-tree could give: it
 // walks the partial index of rows holding an error, newest first.
 //
 // events, when it holds more than one, are the stored events f.Event names
-// (eventFamily), matched in place of f.Event.
-func deliveryWhere(dialect string, f store.DeliveryFilter, events []string, args []any) ([]string, []any) {
+// (eventFamily), matched in place of f.Event; keys are the ways a stored key
+// matches f.DeliveryKey (keyMatches), any of them.
+func deliveryWhere(dialect string, f store.DeliveryFilter, events []string, keys []keyMatch, args []any) ([]string, []any) {
 	var where []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -264,6 +265,21 @@ func deliveryWhere(dialect string, f store.DeliveryFilter, events []string, args
 	}
 	if f.ExternalID != "" {
 		where = append(where, "outcome_external_id = "+arg(f.ExternalID))
+	}
+	var anyKey []string
+	for _, k := range keys {
+		term := providerKeyExpr(dialect) + " = " + arg(k.id)
+		if k.exact != "" {
+			term += " AND delivery_key = " + arg(k.exact)
+		}
+		anyKey = append(anyKey, term)
+	}
+	switch len(anyKey) {
+	case 0:
+	case 1:
+		where = append(where, anyKey[0])
+	default:
+		where = append(where, "(("+strings.Join(anyKey, ") OR (")+"))")
 	}
 	if !f.ReceivedAfter.IsZero() {
 		where = append(where, "received_at >= "+arg(f.ReceivedAfter))
@@ -300,35 +316,91 @@ func partialIndexTerm(dialect string, where []string, term string) []string {
 	return where
 }
 
+// keyMatch is one way a stored delivery key matches a delivery_key filter:
+// its provider ID (providerKeyExpr) is id, and when exact is set the key
+// is exact.
+type keyMatch struct{ id, exact string }
+
+// keyMatches are the ways a stored key matches the filter value k: being
+// k, or a prefix, ':' and k. Each is one value of
+// idx_deliveries_provider_key: a key that is k has k's provider ID (k
+// itself when k has no ':'); a key that ends in ':' and k has k as its
+// provider ID. When k has no ':' the two are one.
+func keyMatches(k string) []keyMatch {
+	if k == "" {
+		return nil
+	}
+	if _, id, prefixed := strings.Cut(k, ":"); prefixed {
+		return []keyMatch{{id: id, exact: k}, {id: k}}
+	}
+	return []keyMatch{{id: k}}
+}
+
+// providerKeyExpr is the provider's own delivery ID in a stored delivery
+// key: what follows its first ':' (GitHub's keys are "<hook id>:<GUID>"),
+// or the whole key when it has none. It is word for word the expression of
+// idx_deliveries_provider_key (migration 00021): both planners use an index
+// on an expression only for that same expression.
+func providerKeyExpr(dialect string) string {
+	if dialect == store.DialectPostgres {
+		return "substr(delivery_key, strpos(delivery_key, ':') + 1)"
+	}
+	return "substr(delivery_key, instr(delivery_key, ':') + 1)"
+}
+
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // deliveryPage is the query of one page of f, newest first, reading no
 // further than stop when it is set. events are the stored events f.Event
 // names (eventFamily): with more than one, the page is the newest of each
 // event's own page, each read in the order of idx_deliveries_event, so it
-// costs the page times the family's size in events, never its rows.
+// costs the page times the family's size in events, never its rows. A
+// delivery key that matches in two ways (keyMatches) is read the same way,
+// each way's page in the order of idx_deliveries_provider_key.
 func deliveryPage(dialect, columns string, f store.DeliveryFilter, events []string, stop *store.DeliveryPosition) (string, []any) {
+	if len(events) == 1 {
+		// The family's one stored event, which may be an action of the
+		// event named ("issues.opened" for "issues").
+		f.Event = events[0]
+	}
+	keys := keyMatches(f.DeliveryKey)
+	if len(events) < 2 && len(keys) < 2 {
+		return deliveryPageOf(dialect, columns, f, keys, stop, nil)
+	}
 	if len(events) < 2 {
-		return deliveryPageOf(dialect, columns, f, stop, nil)
+		events = []string{f.Event}
+	}
+	if len(keys) == 0 {
+		keys = []keyMatch{{}}
 	}
 	var branches []string
 	var args []any
-	for i, e := range events {
-		one := f
-		one.Event = e
-		var branch string
-		branch, args = deliveryPageOf(dialect, columns, one, stop, args)
-		branches = append(branches, fmt.Sprintf(`SELECT * FROM (%s) AS event%d`, branch, i))
+	for _, e := range events {
+		for _, k := range keys {
+			one := f
+			one.Event = e
+			var branch string
+			branch, args = deliveryPageOf(dialect, columns, one, oneKey(k), stop, args)
+			branches = append(branches, fmt.Sprintf(`SELECT * FROM (%s) AS branch%d`, branch, len(branches)))
+		}
 	}
 	args = append(args, f.Limit)
 	return `SELECT ` + columns + ` FROM (` + strings.Join(branches, ` UNION ALL `) + `) AS family` +
 		fmt.Sprintf(` ORDER BY received_at DESC, id DESC LIMIT $%d`, len(args)), args
 }
 
-// deliveryPageOf is the query of one page of f, its arguments numbered
-// from those already in args.
-func deliveryPageOf(dialect, columns string, f store.DeliveryFilter, stop *store.DeliveryPosition, args []any) (string, []any) {
-	where, args := deliveryWhere(dialect, f, nil, args)
+// oneKey is k as the keys of one branch: none when k is the zero value.
+func oneKey(k keyMatch) []keyMatch {
+	if k == (keyMatch{}) {
+		return nil
+	}
+	return []keyMatch{k}
+}
+
+// deliveryPageOf is the query of one page of f, matching f.Event and any of
+// keys, its arguments numbered from those already in args.
+func deliveryPageOf(dialect, columns string, f store.DeliveryFilter, keys []keyMatch, stop *store.DeliveryPosition, args []any) (string, []any) {
+	where, args := deliveryWhere(dialect, f, nil, keys, args)
 	if stop != nil {
 		t, id := fmt.Sprintf("$%d", len(args)+1), fmt.Sprintf("$%d", len(args)+2)
 		args = append(args, stop.ReceivedAt, stop.ID)
@@ -428,7 +500,10 @@ func (q queries) ListDeliveries(ctx context.Context, f store.DeliveryFilter) (st
 func (q queries) errorScanStop(ctx context.Context, f store.DeliveryFilter, events []string) (*store.DeliveryPosition, error) {
 	scan := f
 	scan.ErrorContains = ""
-	where, args := deliveryWhere(q.d.Dialect(), scan, events, nil)
+	if len(events) == 1 {
+		scan.Event = events[0] // as deliveryPage reads it
+	}
+	where, args := deliveryWhere(q.d.Dialect(), scan, events, keyMatches(f.DeliveryKey), nil)
 	where = append(where, "last_error IS NOT NULL")
 	args = append(args, f.ErrorScanLimit-1)
 	var p store.DeliveryPosition

@@ -265,16 +265,9 @@ func (q queries) ReleaseExternalID(ctx context.Context, workspaceID, externalID 
 	return q.GetTask(ctx, id)
 }
 
-// SettleExternalID: the predicate includes external_id so a released row is
-// never stamped (docs/design.md, "Settlement").
-func (q queries) SettleExternalID(ctx context.Context, taskID, externalID string, at time.Time) (int64, error) {
-	ctx, cancel := withDeadline(ctx)
-	defer cancel()
-	n, err := q.ex.Exec(ctx, `UPDATE tasks SET external_id_settled_at = $1
-		WHERE id = $2 AND external_id = $3 AND external_id_settled_at IS NULL`, at, taskID, externalID)
-	return n, q.wrap("settle external id", err)
-}
-
+// SetTaskCreated with settleExternalID is the settlement (docs/design.md,
+// "Settlement"): its predicate includes external_id, so a released row is
+// never stamped.
 func (q queries) SetTaskCreated(ctx context.Context, taskID string, revision int64, at time.Time, settleExternalID string) error {
 	query := `UPDATE tasks SET creation_state = $2, revision = $3, updated_at = $4 WHERE id = $1`
 	args := []any{taskID, store.CreationComplete, revision, at}

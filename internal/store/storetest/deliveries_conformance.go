@@ -29,6 +29,7 @@ var deliveryTests = []contractTest{
 	{name: "the next delivery due", fn: testNextDeliveryDue},
 	{name: "deliveries filtered alone and combined, paged stably", fn: testDeliveryFilters},
 	{name: "bulk requeue of filtered deliveries", fn: testRequeueDeliveries},
+	{name: "a delivery found by its provider's delivery ID", fn: testDeliveryKeyFilter},
 	// The plan is beneath the contract: each filter must be served by an
 	// index in the list's order, or a page costs a scan of the inbox.
 	{name: "each delivery filter is served by an index", driver: testDeliveryFilterPlans},
@@ -400,6 +401,8 @@ var filterSeeds = []filterSeed{
 	{"gl", "issues-hook", store.DeliverySucceeded, "", "", 7 * time.Minute},
 	{"gl", "issues_comment.created", store.DeliverySucceeded, "", "", 8 * time.Minute},
 	{"gl", "issue", store.DeliverySucceeded, "", "", 8 * time.Minute},
+	// An event only one action of which is stored.
+	{"gh", "pull_request_review.submitted", store.DeliveryFailed, "review gone", "", 9 * time.Minute},
 }
 
 // inEventFamily is the event filter's reference: the event itself and its
@@ -483,6 +486,10 @@ func filterCases() []struct {
 			func(d store.Delivery) bool { return inEventFamily(d.Event, "issues.opened") }},
 		{"event that begins others' names", store.DeliveryFilter{Event: "issue"}, func(d store.Delivery) bool { return d.Event == "issue" }},
 		{"event without a match", store.DeliveryFilter{Event: "issues."}, func(store.Delivery) bool { return false }},
+		{"event of which one action is stored", store.DeliveryFilter{Event: "pull_request_review"},
+			func(d store.Delivery) bool { return inEventFamily(d.Event, "pull_request_review") }},
+		{"event of which one action is stored, with an error", store.DeliveryFilter{Event: "pull_request_review", ErrorContains: "gone"},
+			func(d store.Delivery) bool { return d.Event == "pull_request_review.submitted" }},
 		{"received after (inclusive)", store.DeliveryFilter{ReceivedAfter: at(2 * time.Minute)},
 			func(d store.Delivery) bool { return !d.ReceivedAt.Before(at(2 * time.Minute)) }},
 		{"received before (inclusive)", store.DeliveryFilter{ReceivedBefore: at(time.Minute)},
@@ -499,6 +506,9 @@ func filterCases() []struct {
 			func(d store.Delivery) bool { return strings.Contains(d.LastError, "_") }},
 		{"external id", store.DeliveryFilter{ExternalID: "github:x:issue:1"},
 			func(d store.Delivery) bool { return d.OutcomeExternalID == "github:x:issue:1" }},
+		{"delivery key", store.DeliveryFilter{DeliveryKey: "f4"}, func(d store.Delivery) bool { return d.DeliveryKey == "f4" }},
+		{"delivery key, event family and error", store.DeliveryFilter{DeliveryKey: "f1", Event: "issues", ErrorContains: "malformed"},
+			func(d store.Delivery) bool { return d.DeliveryKey == "f1" }},
 		{"status and connection", store.DeliveryFilter{Status: store.DeliveryFailed, ConnectionID: "gl"},
 			func(d store.Delivery) bool { return d.Status == store.DeliveryFailed && d.ConnectionID == "gl" }},
 		{"every filter", store.DeliveryFilter{Status: store.DeliveryFailed, ConnectionID: "gl", Event: "issues",
@@ -669,6 +679,83 @@ func testRequeueDeliveries(t *testing.T, s store.Store) {
 	}
 }
 
+// testDeliveryKeyFilter: delivery_key finds a delivery by the provider's
+// delivery ID, with or without the prefix the gateway stores before it
+// (GitHub's keys are "<hook id>:<GUID>"), exactly and case-sensitively,
+// with the other filters, page by page, and in a bulk replay.
+func testDeliveryKeyFilter(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	seeds := []struct{ conn, key string }{
+		{"gh", "111:guid-a"},
+		{"gh2", "222:guid-a"}, // the same GUID under another hook
+		{"gl", "guid-a"},      // a provider whose key has no prefix
+		{"gh", "111:guid-b"},
+		{"jira", "sha256:abc"}, // a key made from the body
+		{"gl", "GUID-A"},
+		{"gh", "111:guid-a-2"}, // an ID that begins like another
+		{"x", "a:b:c"},
+	}
+	var ds []store.Delivery
+	for i, sd := range seeds {
+		ds = append(ds, store.Delivery{ConnectionID: sd.conn, Provider: "github", Event: "issues", DeliveryKey: sd.key,
+			Headers: `{}`, Body: []byte(`{}`), ReceivedAt: epoch.Add(time.Duration(i) * time.Minute)})
+	}
+	inserted, err := s.InsertDeliveries(ctx, ds)
+	must(t, err)
+	idOf := map[string]string{}
+	for i, in := range inserted {
+		idOf[seeds[i].conn+"/"+seeds[i].key] = in.ID
+	}
+	tests := []struct {
+		key, conn string
+		want      []string // connection/key, newest first
+	}{
+		{"guid-a", "", []string{"gl/guid-a", "gh2/222:guid-a", "gh/111:guid-a"}},
+		{"111:guid-a", "", []string{"gh/111:guid-a"}},
+		{"222:guid-a", "", []string{"gh2/222:guid-a"}},
+		{"guid-a", "gh", []string{"gh/111:guid-a"}},
+		{"guid-b", "", []string{"gh/111:guid-b"}},
+		{"GUID-A", "", []string{"gl/GUID-A"}},
+		{"sha256:abc", "", []string{"jira/sha256:abc"}},
+		{"abc", "", []string{"jira/sha256:abc"}},
+		{"a:b:c", "", []string{"x/a:b:c"}},
+		{"b:c", "", []string{"x/a:b:c"}},
+		{"guid", "", nil},
+		{"c", "", nil},
+		{"333:guid-a", "", nil},
+		{"guid-a-2", "gl", nil},
+	}
+	for _, tc := range tests {
+		var want []string
+		for _, w := range tc.want {
+			want = append(want, idOf[w])
+		}
+		for _, limit := range []int{1, 100} {
+			f := store.DeliveryFilter{DeliveryKey: tc.key, ConnectionID: tc.conn, Limit: limit}
+			var got []string
+			for pages := 0; pages <= len(seeds); pages++ {
+				page, err := s.ListDeliveries(ctx, f)
+				must(t, err)
+				got = append(got, ids(page.Deliveries)...)
+				if len(page.Deliveries) < limit {
+					break
+				}
+				last := page.Deliveries[len(page.Deliveries)-1]
+				f.BeforeReceivedAt, f.BeforeID = last.ReceivedAt, last.ID
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("delivery_key %q connection %q, pages of %d: got %v, want %v", tc.key, tc.conn, limit, got, want)
+			}
+		}
+	}
+	res, err := s.RequeueDeliveries(ctx, store.BulkRequeue{Filter: store.DeliveryFilter{DeliveryKey: "guid-a"}, Max: 10, Show: 10,
+		DryRun: true, Now: epoch.Add(time.Hour)})
+	must(t, err)
+	if want := []string{idOf["gl/guid-a"], idOf["gh2/222:guid-a"], idOf["gh/111:guid-a"]}; res.Matched != 3 || !slices.Equal(ids(res.Shown), want) {
+		t.Errorf("bulk replay of delivery_key guid-a matched %d %v, want %v", res.Matched, ids(res.Shown), want)
+	}
+}
+
 func ids(ds []store.Delivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
@@ -706,6 +793,7 @@ func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
 		{"a page after a cursor", store.DeliveryFilter{Status: store.DeliveryFailed, BeforeReceivedAt: epoch, BeforeID: uuid.NewString()}, "idx_deliveries_status"},
 		{"status and connection", store.DeliveryFilter{Status: store.DeliveryFailed, ConnectionID: "gh"}, "idx_deliveries_connection_status"},
 		{"a plain page after a cursor", store.DeliveryFilter{BeforeReceivedAt: epoch, BeforeID: uuid.NewString()}, "idx_deliveries_received"},
+		{"delivery key", store.DeliveryFilter{DeliveryKey: "72d3162e-cc78-11e3-81ab-4c9367dc0958"}, "idx_deliveries_provider_key"},
 	}
 	// A page after a cursor starts in the index at the cursor, not at the
 	// newest row.
@@ -727,13 +815,21 @@ func testDeliveryFilterPlans(t *testing.T, s *sqlstore.Store) {
 		}
 	}
 
+	// A delivery key with a prefix of its own ("<hook id>:<GUID>") reads
+	// the same index for two values, and sorts what it finds (a delivery
+	// or two).
+	plan := explainDeliveryPage(t, s, store.DeliveryFilter{DeliveryKey: "12345:72d3162e-cc78-11e3-81ab-4c9367dc0958", Limit: 10})
+	if !strings.Contains(plan, "idx_deliveries_provider_key") || strings.Contains(plan+"\n", "SCAN deliveries\n") || strings.Contains(plan, "Seq Scan") {
+		t.Errorf("prefixed delivery key: plan does not read idx_deliveries_provider_key:\n%s", plan)
+	}
+
 	// An event naming several stored events (its actions) reads each
 	// one's page in the index's order and merges them (sorting at most a
 	// page per event); the events themselves are found by a skip scan of
 	// the index, one probe each.
 	family := []string{"issues", "issues.closed", "issues.opened"}
 	query, qargs := sqlstore.DeliveryPageQuery(s.Dialect(), store.DeliveryFilter{Event: "issues", Limit: 10}, family)
-	plan := explain(t, s, query, qargs)
+	plan = explain(t, s, query, qargs)
 	if n := strings.Count(plan, "idx_deliveries_event"); n != len(family) {
 		t.Errorf("event family: plan reads idx_deliveries_event %d times, want %d:\n%s", n, len(family), plan)
 	}

@@ -15,7 +15,6 @@ import (
 var taskTests = []contractTest{
 	{name: "task round trip", fn: testTaskRoundTrip},
 	{name: "unique violations are attributed by name", fn: testUniqueAttribution},
-	{name: "settlement predicate includes external_id", fn: testSettlePredicate},
 	{name: "release clears identity", fn: testRelease},
 	{name: "list tasks pages and hides preparing", fn: testListTasks},
 	{name: "a completed task is found by its source reference", fn: testFindTaskBySourceRef},
@@ -24,8 +23,9 @@ var taskTests = []contractTest{
 
 // testSetTaskCreated: the creation's last write changes state, revision
 // and time only; with an external id it is also the settlement, whose
-// predicate includes external_id and an unsettled identity, and a row it
-// does not match fails the transaction.
+// predicate includes external_id and an unsettled identity (a released row,
+// whose external_id is NULL, is never stamped), and a row it does not match
+// fails the transaction.
 func testSetTaskCreated(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	SeedWorkspace(t, s, "ws")
@@ -34,6 +34,7 @@ func testSetTaskCreated(t *testing.T, s store.Store) {
 		name        string
 		settle      string // external id passed to SetTaskCreated; the row holds "ext"
 		settled     bool   // the stored identity is already settled
+		released    bool   // the identity was released before
 		wantErr     bool
 		wantSettled bool
 	}{
@@ -41,6 +42,7 @@ func testSetTaskCreated(t *testing.T, s store.Store) {
 		{name: "its own external id settles", settle: "ext", wantSettled: true},
 		{name: "another external id fails and changes nothing", settle: "other", wantErr: true},
 		{name: "a settled identity fails and is not stamped again", settle: "ext", settled: true, wantErr: true, wantSettled: true},
+		{name: "a released identity fails and is not stamped", settle: "ext", released: true, wantErr: true},
 	}
 	for i, tc := range tests {
 		// Each case has its own row: identity "ext/<case>".
@@ -55,6 +57,12 @@ func testSetTaskCreated(t *testing.T, s store.Store) {
 			settle = fmt.Sprintf("%s/%d", settle, i)
 		}
 		must(t, s.InsertTask(ctx, task))
+		wantExternalID := task.ExternalID
+		if tc.released {
+			_, err := s.ReleaseExternalID(ctx, "ws", task.ExternalID)
+			must(t, err)
+			wantExternalID = ""
+		}
 		err := s.InTx(ctx, func(tx store.Queries) error {
 			if _, err := tx.LockTask(ctx, task.ID); err != nil {
 				return err
@@ -87,7 +95,7 @@ func testSetTaskCreated(t *testing.T, s store.Store) {
 		if tc.settle != "" && !tc.wantErr && !got.ExternalIDSettledAt.Equal(at) {
 			t.Errorf("%s: settled_at = %v, want %v", tc.name, got.ExternalIDSettledAt, at)
 		}
-		if got.Title != task.Title || got.Source == nil || got.Source.Ref != "o/r#1" || got.ExternalID != task.ExternalID ||
+		if got.Title != task.Title || got.Source == nil || got.Source.Ref != "o/r#1" || got.ExternalID != wantExternalID ||
 			got.WorkflowStepID != task.WorkflowStepID || !got.CreatedAt.Equal(task.CreatedAt) {
 			t.Errorf("%s: SetTaskCreated changed other fields: %+v", tc.name, got)
 		}
@@ -134,32 +142,6 @@ func testUniqueAttribution(t *testing.T, s store.Store) {
 	// Tasks without an external ID never collide.
 	must(t, s.InsertTask(ctx, newTask("ws", "", 3)))
 	must(t, s.InsertTask(ctx, newTask("ws", "", 4)))
-}
-
-func testSettlePredicate(t *testing.T, s store.Store) {
-	ctx := context.Background()
-	SeedWorkspace(t, s, "ws")
-	task := newTask("ws", "ext-1", 1)
-	must(t, s.InsertTask(ctx, task))
-	_, err := s.ReleaseExternalID(ctx, "ws", "ext-1")
-	must(t, err)
-	n, err := s.SettleExternalID(ctx, task.ID, "ext-1", epoch)
-	must(t, err)
-	if n != 0 {
-		t.Errorf("settle after release rows = %d, want 0", n)
-	}
-	task2 := newTask("ws", "ext-2", 2)
-	must(t, s.InsertTask(ctx, task2))
-	n, err = s.SettleExternalID(ctx, task2.ID, "ext-2", epoch)
-	must(t, err)
-	if n != 1 {
-		t.Errorf("settle rows = %d, want 1", n)
-	}
-	n, err = s.SettleExternalID(ctx, task2.ID, "ext-2", epoch)
-	must(t, err)
-	if n != 0 {
-		t.Errorf("second settle rows = %d, want 0", n)
-	}
 }
 
 func testRelease(t *testing.T, s store.Store) {
