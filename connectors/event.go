@@ -8,6 +8,7 @@ package connectors
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -247,4 +248,31 @@ type Restamper interface {
 	// Restamp returns body with its signed timestamp set to now and every
 	// other member kept.
 	Restamp(body []byte, now time.Time) ([]byte, error)
+}
+
+// Malformed returns a parse error "<context>: malformed payload: <message>"
+// wrapping ErrMalformedPayload, and also what an error among args wraps of
+// ErrInvalidText, so that a text error stays one however it is worded.
+func Malformed(context, format string, args ...any) error {
+	e := &malformedError{msg: context + ": " + ErrMalformedPayload.Error() + ": " + fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, ErrInvalidText) {
+			e.text = true
+		}
+	}
+	return e
+}
+
+type malformedError struct {
+	msg  string
+	text bool
+}
+
+func (e *malformedError) Error() string { return e.msg }
+
+func (e *malformedError) Unwrap() []error {
+	if e.text {
+		return []error{ErrMalformedPayload, ErrInvalidText}
+	}
+	return []error{ErrMalformedPayload}
 }

@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		for _, event := range []string{"issues", "pull_request", "issue_label", "pull_request_sync", "push"} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
 			adaptertest.CheckParsed(t, connectors.ProviderGitea, host, event, e, err)
+			adaptertest.CheckText(t, event, body, e, err)
 			if err == nil && e.Action != connectors.ActionIgnore && (e.EntityKey != e.ExternalID || e.PreviousExternalID != "") {
 				t.Fatalf("Parse(%q): EntityKey %q, ExternalID %q, PreviousExternalID %q", event, e.EntityKey, e.ExternalID, e.PreviousExternalID)
 			}
@@ -56,10 +57,16 @@ type rawDraft struct {
 // decodes with connectors.DecodeJSON accept every body the reference
 // decoders accept, with the same action, repository name and the members of
 // the issue or pull request Parse reads (they also accept bodies whose
-// members Parse does not read have the wrong types).
+// members Parse does not read have the wrong types), but a body holding
+// invalid text, which they refuse where the reference takes it with U+FFFD.
 func FuzzDecodeEvent(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if adaptertest.InvalidText(body) {
+			adaptertest.CheckDecodeRefusesText(t, body, connectors.DecodeJSON(body, new(pullRequestEvent)))
+			adaptertest.CheckDecodeRefusesText(t, body, connectors.DecodeJSON(body, new(issuesEvent)))
+			return
+		}
 		var fullPR referencePullRequestEvent
 		if err := json.Unmarshal(body, &fullPR); err == nil {
 			var trimmed pullRequestEvent

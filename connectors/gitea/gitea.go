@@ -160,7 +160,7 @@ func (a Adapter) Parse(host string, header http.Header, body []byte) (connectors
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse gitea %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse gitea "+event, format, args...)
 }
 
 // Gitea has no issue transfer: moving a repository keeps its issues and

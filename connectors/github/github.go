@@ -171,7 +171,7 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse github %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse github "+event, format, args...)
 }
 
 var issueActions = map[string]connectors.Action{

@@ -6,7 +6,6 @@ package gitlab
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -138,7 +137,7 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse gitlab %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse gitlab "+event, format, args...)
 }
 
 func eventName(name gitlab.EventType, action string) string {

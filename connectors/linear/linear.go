@@ -99,7 +99,9 @@ func (a Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error
 	var signed struct {
 		WebhookTimestamp *float64 `json:"webhookTimestamp"`
 	}
-	if err := connectors.DecodeJSON(body, &signed); err != nil || signed.WebhookTimestamp == nil {
+	// Any text: a body whose strings are not valid UTF-8 is Parse's to
+	// refuse, in the delivery's outcome, not a replay.
+	if err := connectors.DecodeJSONAnyText(body, &signed); err != nil || signed.WebhookTimestamp == nil {
 		return fmt.Errorf("%w: no numeric webhookTimestamp", connectors.ErrStaleTimestamp)
 	}
 	// In float milliseconds, so that no value overflows a conversion.
@@ -474,5 +476,5 @@ func parseAttachment(host string, w *webhook, a *attachmentData, e connectors.Ev
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse linear %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse linear "+event, format, args...)
 }
