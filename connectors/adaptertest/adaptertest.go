@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -367,5 +368,29 @@ func CheckRefusesText(t *testing.T, field string, e connectors.Event, err error)
 	}
 	if want := field + " is not valid UTF-8 text"; !strings.Contains(err.Error(), want) {
 		t.Fatalf("Parse error = %q, want it to name %q", err, want)
+	}
+}
+
+// CheckEveryValueVerified asserts that verify refuses a request whose
+// signature header holds a good signature and a forged one, in either
+// order and as two field lines, with ErrBadSignature naming the header;
+// and accepts the good one repeated.
+func CheckEveryValueVerified(t *testing.T, verify func(h http.Header) error, header, good, forged string) {
+	t.Helper()
+	for _, values := range [][]string{{good, forged}, {forged, good}, {"", forged, good}} {
+		h := http.Header{}
+		for _, v := range values {
+			h.Add(header, v)
+		}
+		err := verify(h)
+		if !errors.Is(err, connectors.ErrBadSignature) || !strings.Contains(err.Error(), header) {
+			t.Errorf("Verify with %s values %q = %v, want ErrBadSignature naming it", header, values, err)
+		}
+	}
+	h := http.Header{}
+	h.Add(header, good)
+	h.Add(header, good)
+	if err := verify(h); err != nil {
+		t.Errorf("Verify with %s repeated = %v, want nil", header, err)
 	}
 }

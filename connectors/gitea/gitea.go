@@ -50,30 +50,30 @@ func (Adapter) Provider() string { return connectors.ProviderGitea }
 
 // Verify checks X-Gitea-Signature and X-Forgejo-Signature (each the hex
 // HMAC-SHA256 of the body) against each secret in constant time. Forgejo
-// sends both; every one present must verify, so a request cannot pass on
-// one good header while carrying a forged other. A request signed only with
-// the SHA-1 X-Hub-Signature is refused with ErrUnsupportedSignature; an
-// unsigned one (Gitea sends empty signature headers for a hook without a
-// secret) with ErrMissingSignature.
+// sends both; every value of either that the request carries must verify,
+// so a request cannot pass on one good signature while carrying a forged
+// other (in the other header or repeating the same one). A request signed
+// only with the SHA-1 X-Hub-Signature is refused with
+// ErrUnsupportedSignature; an unsigned one (Gitea sends empty signature
+// headers for a hook without a secret) with ErrMissingSignature. Errors
+// are connectors.VerifyError.
 func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	sigs := make([]string, 0, 2)
+	present := false
 	for _, name := range []string{HeaderSignature, HeaderForgejoSignature} {
-		if sig := strings.TrimSpace(header.Get(name)); sig != "" {
-			sigs = append(sigs, sig)
+		for _, sig := range connectors.SignatureValues(header, name) {
+			present = true
+			if connectors.VerifyHMACSHA256(sig, body, secrets) != nil {
+				return connectors.SignatureMismatch(name)
+			}
 		}
 	}
-	if len(sigs) == 0 {
-		if strings.TrimSpace(header.Get(HeaderHubSignature)) != "" && strings.TrimSpace(header.Get(HeaderHubSignature256)) == "" {
-			return connectors.ErrUnsupportedSignature
-		}
-		return connectors.ErrMissingSignature
+	if present {
+		return nil
 	}
-	for _, sig := range sigs {
-		if err := connectors.VerifyHMACSHA256(sig, body, secrets); err != nil {
-			return err
-		}
+	if len(connectors.SignatureValues(header, HeaderHubSignature)) > 0 && len(connectors.SignatureValues(header, HeaderHubSignature256)) == 0 {
+		return connectors.UnsupportedSignature(HeaderHubSignature+" (SHA-1)", HeaderSignature)
 	}
-	return nil
+	return connectors.MissingSignature(HeaderSignature, HeaderForgejoSignature)
 }
 
 // DeliveryKey is X-Gitea-Delivery, else X-Forgejo-Delivery (the same UUID

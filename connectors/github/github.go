@@ -41,23 +41,26 @@ var _ connectors.Adapter = Adapter{}
 func (Adapter) Provider() string { return connectors.ProviderGitHub }
 
 // Verify checks X-Hub-Signature-256 ("sha256=<hex HMAC-SHA256(body)>")
-// against each secret in constant time. A request carrying only the SHA-1
-// X-Hub-Signature is refused with ErrUnsupportedSignature (go-github's
-// ValidatePayload would accept it, so it is not used here); an unsigned one
-// with ErrMissingSignature.
+// against each secret in constant time; every value of it the request
+// carries must match. A request carrying only the SHA-1 X-Hub-Signature is
+// refused with ErrUnsupportedSignature (go-github's ValidatePayload would
+// accept it, so it is not used here); an unsigned one with
+// ErrMissingSignature. Errors are connectors.VerifyError.
 func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	sig := strings.TrimSpace(header.Get(HeaderSignature256))
-	if sig == "" {
-		if strings.TrimSpace(header.Get(HeaderSignature)) != "" {
-			return connectors.ErrUnsupportedSignature
+	sigs := connectors.SignatureValues(header, HeaderSignature256)
+	if len(sigs) == 0 {
+		if len(connectors.SignatureValues(header, HeaderSignature)) > 0 {
+			return connectors.UnsupportedSignature(HeaderSignature+" (SHA-1)", HeaderSignature256)
 		}
-		return connectors.ErrMissingSignature
+		return connectors.MissingSignature(HeaderSignature256)
 	}
-	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	if !ok {
-		return connectors.ErrBadSignature
+	for _, sig := range sigs {
+		hexSig, ok := strings.CutPrefix(sig, "sha256=")
+		if !ok || connectors.VerifyHMACSHA256(hexSig, body, secrets) != nil {
+			return connectors.SignatureMismatch(HeaderSignature256)
+		}
 	}
-	return connectors.VerifyHMACSHA256(hexSig, body, secrets)
+	return nil
 }
 
 // DeliveryKey is X-GitHub-Hook-ID ":" X-GitHub-Delivery: the delivery GUID

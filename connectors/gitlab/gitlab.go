@@ -35,14 +35,23 @@ var _ connectors.Adapter = Adapter{}
 func (Adapter) Provider() string { return connectors.ProviderGitLab }
 
 // Verify compares X-Gitlab-Token, a plain shared secret, with each secret
-// (SHA-256 digests, constant time).
+// (SHA-256 digests, constant time); every value of it the request carries
+// must match. Errors are connectors.VerifyError.
 func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	token := header.Get(HeaderToken)
-	if token == "" {
-		return connectors.ErrMissingSignature
+	// Not trimmed: the token is compared as sent.
+	tokens := header.Values(HeaderToken)
+	present := false
+	for _, token := range tokens {
+		if token == "" {
+			continue
+		}
+		present = true
+		if !connectors.EqualToken(token, secrets) {
+			return connectors.SignatureMismatch(HeaderToken)
+		}
 	}
-	if !connectors.EqualToken(token, secrets) {
-		return connectors.ErrBadSignature
+	if !present {
+		return connectors.MissingSignature(HeaderToken)
 	}
 	return nil
 }

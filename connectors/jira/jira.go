@@ -45,20 +45,25 @@ func (Adapter) Provider() string { return connectors.ProviderJira }
 
 // Verify checks X-Hub-Signature ("<method>=<hex>"): the method must be
 // sha256 (others: ErrUnsupportedSignature), the hex an HMAC-SHA256 of the
-// body under one of secrets (constant time).
+// body under one of secrets (constant time); every value of it the request
+// carries must verify. Errors are connectors.VerifyError.
 func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	sig := strings.TrimSpace(header.Get(HeaderSignature))
-	if sig == "" {
-		return connectors.ErrMissingSignature
+	sigs := connectors.SignatureValues(header, HeaderSignature)
+	if len(sigs) == 0 {
+		return connectors.MissingSignature(HeaderSignature)
 	}
-	method, hexSig, ok := strings.Cut(sig, "=")
-	if !ok {
-		return connectors.ErrBadSignature
+	for _, sig := range sigs {
+		method, hexSig, ok := strings.Cut(sig, "=")
+		switch {
+		case !ok:
+			return connectors.SignatureMismatch(HeaderSignature)
+		case !strings.EqualFold(strings.TrimSpace(method), "sha256"):
+			return connectors.UnsupportedSignature(HeaderSignature+" with a method other than sha256", "sha256=<hex>")
+		case connectors.VerifyHMACSHA256(strings.TrimSpace(hexSig), body, secrets) != nil:
+			return connectors.SignatureMismatch(HeaderSignature)
+		}
 	}
-	if !strings.EqualFold(strings.TrimSpace(method), "sha256") {
-		return connectors.ErrUnsupportedSignature
-	}
-	return connectors.VerifyHMACSHA256(strings.TrimSpace(hexSig), body, secrets)
+	return nil
 }
 
 // DeliveryKey is X-Atlassian-Webhook-Identifier (stable across retries),

@@ -88,13 +88,18 @@ func (Adapter) Provider() string { return connectors.ProviderLinear }
 // a captured delivery replayed later is refused with
 // connectors.ErrStaleTimestamp, and so is one whose webhookTimestamp is
 // missing or not a number. The unsigned Linear-Timestamp header is not read.
+//
+// Every value of Linear-Signature the request carries must match. Errors
+// are connectors.VerifyError.
 func (a Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	sig := strings.TrimSpace(header.Get(HeaderSignature))
-	if sig == "" {
-		return connectors.ErrMissingSignature
+	sigs := connectors.SignatureValues(header, HeaderSignature)
+	if len(sigs) == 0 {
+		return connectors.MissingSignature(HeaderSignature)
 	}
-	if err := connectors.VerifyHMACSHA256(sig, body, secrets); err != nil {
-		return err
+	for _, sig := range sigs {
+		if connectors.VerifyHMACSHA256(sig, body, secrets) != nil {
+			return connectors.SignatureMismatch(HeaderSignature)
+		}
 	}
 	var signed struct {
 		WebhookTimestamp *float64 `json:"webhookTimestamp"`
@@ -102,12 +107,14 @@ func (a Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error
 	// Any text: a body whose strings are not valid UTF-8 is Parse's to
 	// refuse, in the delivery's outcome, not a replay.
 	if err := connectors.DecodeJSONAnyText(body, &signed); err != nil || signed.WebhookTimestamp == nil {
-		return fmt.Errorf("%w: no numeric webhookTimestamp", connectors.ErrStaleTimestamp)
+		return &connectors.VerifyError{Err: connectors.ErrStaleTimestamp,
+			Reason: "missing timestamp: the signed body has no numeric webhookTimestamp"}
 	}
 	// In float milliseconds, so that no value overflows a conversion.
 	skew := math.Abs(float64(a.now().UnixMilli()) - *signed.WebhookTimestamp)
 	if skew > float64(TimestampWindow.Milliseconds()) {
-		return connectors.ErrStaleTimestamp
+		return &connectors.VerifyError{Err: connectors.ErrStaleTimestamp,
+			Reason: fmt.Sprintf("timestamp outside the window: webhookTimestamp is more than %s from the gateway's clock", TimestampWindow)}
 	}
 	return nil
 }
