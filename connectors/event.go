@@ -185,7 +185,7 @@ type ContributionLink struct {
 	// (/group/project/-/merge_requests/N).
 	Provider   string
 	Kind       string // pull_request | merge_request
-	Host       string // lower-case, with the port when the URL has one
+	Host       string // lower-case, with the port when the URL has one other than its scheme's default
 	Repository string // lower-case owner/repo or group/project path
 	Number     int64
 	URL        string
