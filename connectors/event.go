@@ -36,7 +36,7 @@ type Action string
 
 const (
 	// ActionIgnore: the delivery is recorded and nothing else happens (ping,
-	// events the gateway does not map, e.g. GitHub "assigned" on a PR).
+	// events the gateway does not map, e.g. GitHub's push or a comment).
 	ActionIgnore Action = "ignore"
 	// ActionCreate: opened/created. Creates the task if the filters match,
 	// otherwise nothing; an existing task is updated instead.

@@ -196,16 +196,32 @@ var issueActions = map[string]connectors.Action{
 	"transferred":  connectors.ActionTransfer,
 }
 
+// pullRequestActions are GitHub's pull_request actions. Every delivery
+// carries the whole pull request, so each action that is not an opening, a
+// closing or a reopening is an update: one whose opening was missed still
+// creates its task or links to the issue it closes.
 var pullRequestActions = map[string]connectors.Action{
-	"opened":             connectors.ActionCreate,
-	"reopened":           connectors.ActionReopen,
-	"closed":             connectors.ActionClose,
-	"edited":             connectors.ActionUpdate,
-	"synchronize":        connectors.ActionUpdate,
-	"ready_for_review":   connectors.ActionUpdate,
-	"converted_to_draft": connectors.ActionUpdate,
-	"labeled":            connectors.ActionUpdate,
-	"unlabeled":          connectors.ActionUpdate,
+	"opened":                 connectors.ActionCreate,
+	"reopened":               connectors.ActionReopen,
+	"closed":                 connectors.ActionClose,
+	"edited":                 connectors.ActionUpdate,
+	"synchronize":            connectors.ActionUpdate,
+	"ready_for_review":       connectors.ActionUpdate,
+	"converted_to_draft":     connectors.ActionUpdate,
+	"labeled":                connectors.ActionUpdate,
+	"unlabeled":              connectors.ActionUpdate,
+	"assigned":               connectors.ActionUpdate,
+	"unassigned":             connectors.ActionUpdate,
+	"locked":                 connectors.ActionUpdate,
+	"unlocked":               connectors.ActionUpdate,
+	"review_requested":       connectors.ActionUpdate,
+	"review_request_removed": connectors.ActionUpdate,
+	"auto_merge_enabled":     connectors.ActionUpdate,
+	"auto_merge_disabled":    connectors.ActionUpdate,
+	"enqueued":               connectors.ActionUpdate,
+	"dequeued":               connectors.ActionUpdate,
+	"milestoned":             connectors.ActionUpdate,
+	"demilestoned":           connectors.ActionUpdate,
 }
 
 // transferChanges is the part of an issues payload's "changes" that go-github
