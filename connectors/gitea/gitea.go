@@ -43,7 +43,10 @@ const (
 // value is ready to use.
 type Adapter struct{}
 
-var _ connectors.Adapter = Adapter{}
+var (
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
+)
 
 // Provider returns "gitea".
 func (Adapter) Provider() string { return connectors.ProviderGitea }
@@ -104,6 +107,21 @@ func (Adapter) EventName(header http.Header) string {
 func (Adapter) SecretHeaders() []string {
 	return []string{HeaderSignature, HeaderForgejoSignature, HeaderGogsSignature, HeaderHubSignature, HeaderHubSignature256}
 }
+
+// DeliveryHeaders: Gitea names itself in X-Gitea-Event (Forgejo in
+// X-Forgejo-Event as well) and also sends GitHub's X-GitHub-Event and
+// X-GitHub-Delivery; every delivery carries an event and a delivery UUID.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
+	return connectors.DeliveryHeaders{
+		Title:       "Gitea",
+		Identifying: []string{HeaderEvent, HeaderForgejoEvent, headerGogsEvent, HeaderDelivery, HeaderForgejoDelivery},
+		Imitates:    []string{connectors.ProviderGitHub},
+		Required:    [][]string{{HeaderEvent, HeaderForgejoEvent}, {HeaderDelivery, HeaderForgejoDelivery}},
+	}
+}
+
+// headerGogsEvent is Gogs' event header, which Gitea sends too.
+const headerGogsEvent = "X-Gogs-Event"
 
 // Sign sets Content-Type, X-Gitea-Signature for body and secret and, when
 // absent, X-Gitea-Delivery (a fresh UUID). It does not set

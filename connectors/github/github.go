@@ -35,7 +35,10 @@ const (
 // to use.
 type Adapter struct{}
 
-var _ connectors.Adapter = Adapter{}
+var (
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
+)
 
 // Provider returns "github".
 func (Adapter) Provider() string { return connectors.ProviderGitHub }
@@ -86,6 +89,17 @@ func (Adapter) EventName(header http.Header) string {
 // SecretHeaders lists the signature headers.
 func (Adapter) SecretHeaders() []string {
 	return []string{HeaderSignature, HeaderSignature256}
+}
+
+// DeliveryHeaders: GitHub names itself in X-GitHub-Event (Gitea sends it
+// too, and says it imitates GitHub) and always sends the event and the
+// delivery GUID.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
+	return connectors.DeliveryHeaders{
+		Title:       "GitHub",
+		Identifying: []string{HeaderEvent, HeaderHookID, HeaderDelivery},
+		Required:    [][]string{{HeaderEvent}, {HeaderDelivery}},
+	}
 }
 
 // Content types GitHub delivers webhooks in, as chosen in the hook's

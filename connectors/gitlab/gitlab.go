@@ -29,7 +29,10 @@ const (
 // to use.
 type Adapter struct{}
 
-var _ connectors.Adapter = Adapter{}
+var (
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
+)
 
 // Provider returns "gitlab".
 func (Adapter) Provider() string { return connectors.ProviderGitLab }
@@ -72,6 +75,23 @@ func (Adapter) EventName(header http.Header) string {
 
 // SecretHeaders lists the token header.
 func (Adapter) SecretHeaders() []string { return []string{HeaderToken} }
+
+// DeliveryHeaders: GitLab always sends X-Gitlab-Event; it may leave out
+// Idempotency-Key (older versions do), and then the body's hash keys the
+// delivery.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
+	return connectors.DeliveryHeaders{
+		Title:       "GitLab",
+		Identifying: []string{HeaderEvent, HeaderEventUUID, headerInstance, headerWebhookUUID},
+		Required:    [][]string{{HeaderEvent}},
+	}
+}
+
+// Headers that name GitLab and nothing else reads.
+const (
+	headerInstance    = "X-Gitlab-Instance"
+	headerWebhookUUID = "X-Gitlab-Webhook-UUID"
+)
 
 // Sign sets X-Gitlab-Token to secret, Content-Type, and Idempotency-Key to a
 // random UUID when absent. The caller sets X-Gitlab-Event. header must not

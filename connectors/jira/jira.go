@@ -38,7 +38,10 @@ const (
 // to use.
 type Adapter struct{}
 
-var _ connectors.Adapter = Adapter{}
+var (
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
+)
 
 // Provider returns "jira".
 func (Adapter) Provider() string { return connectors.ProviderJira }
@@ -81,6 +84,13 @@ func (Adapter) EventName(http.Header) string { return connectors.ProviderJira }
 
 // SecretHeaders lists the signature and authorization headers.
 func (Adapter) SecretHeaders() []string { return []string{HeaderSignature, HeaderAuthorization} }
+
+// DeliveryHeaders: Jira Cloud names itself in
+// X-Atlassian-Webhook-Identifier; Jira Data Center sends no header of its
+// own, and the event is in the body, so nothing is required.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
+	return connectors.DeliveryHeaders{Title: "Jira", Identifying: []string{HeaderIdentifier}}
+}
 
 // Sign sets X-Hub-Signature ("sha256=<hex>"), Content-Type, and
 // X-Atlassian-Webhook-Identifier (random) when absent. header must not be

@@ -68,8 +68,9 @@ type Adapter struct {
 }
 
 var (
-	_ connectors.Adapter   = Adapter{}
-	_ connectors.Restamper = Adapter{}
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.Restamper       = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
 )
 
 func (a Adapter) now() time.Time {
@@ -139,6 +140,16 @@ func (Adapter) EventName(header http.Header) string {
 
 // SecretHeaders lists the signature header.
 func (Adapter) SecretHeaders() []string { return []string{HeaderSignature} }
+
+// DeliveryHeaders: Linear names itself in its Linear-* headers. Nothing is
+// required: the body names the event, and a delivery without
+// Linear-Delivery is keyed by the body's hash.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
+	return connectors.DeliveryHeaders{
+		Title:       "Linear",
+		Identifying: []string{HeaderEvent, HeaderDelivery, HeaderSignature},
+	}
+}
 
 // Sign sets Content-Type and Linear-Signature, and when absent Linear-Event
 // (the body's type) and Linear-Delivery (random). header must not be nil.
