@@ -364,6 +364,9 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 	if id == "" {
 		return connectors.Event{}, malformed(e.EventName, "data.id missing")
 	}
+	if err := checkID("data.id", id); err != nil {
+		return connectors.Event{}, malformed(e.EventName, "%v", err)
+	}
 	var teamKey string
 	if issue.Team != nil {
 		teamKey = strings.TrimSpace(issue.Team.Key)
@@ -464,6 +467,11 @@ func parseAttachment(host string, w *webhook, a *attachmentData, e connectors.Ev
 	if strings.TrimSpace(a.ID) == "" {
 		return connectors.Event{}, malformed(e.EventName, "data.id missing")
 	}
+	for _, f := range []struct{ name, id string }{{"data.issueId", issueID}, {"data.id", a.ID}} {
+		if err := checkID(f.name, f.id); err != nil {
+			return connectors.Event{}, malformed(e.EventName, "%v", err)
+		}
+	}
 	at := changedAt(a.UpdatedAt, w)
 	l, ok := contributionLink(*a, at)
 	if !ok {
@@ -495,4 +503,14 @@ func parseAttachment(host string, w *webhook, a *attachmentData, e connectors.Ev
 
 func malformed(event, format string, args ...any) error {
 	return connectors.Malformed("parse linear "+event, format, args...)
+}
+
+// checkID refuses an ID with a control character (a NUL, say): no
+// external ID may hold one, and PostgreSQL would refuse the NUL in the
+// first query that names it, with a less clear reason than this.
+func checkID(field, id string) error {
+	if i := strings.IndexFunc(id, func(r rune) bool { return r <= 0x1f || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("%s contains a control character (U+%04X)", field, id[i])
+	}
+	return nil
 }

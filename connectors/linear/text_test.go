@@ -1,7 +1,9 @@
 package linear
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +46,28 @@ func TestVerifyLeavesTextToParse(t *testing.T) {
 	h.Set(HeaderSignature, connectors.HMACSHA256Hex(fuzzSecrets[0], body))
 	if err := (Adapter{Now: func() time.Time { return fixedClock }}).Verify(h, body, fuzzSecrets); err != nil {
 		t.Fatalf("Verify = %v, want nil", err)
+	}
+}
+
+// TestParseRefusesControlCharactersInIDs: an issue or attachment ID with a
+// NUL or another control character is a malformed payload naming the
+// member, the same on both databases (PostgreSQL would refuse the NUL in
+// its first query, SQLite only when the external ID is validated).
+func TestParseRefusesControlCharactersInIDs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fixture, field string
+		edit           func(m map[string]any)
+	}{
+		{"issue.create.json", "data.id", func(m map[string]any) { adaptertest.Obj(m, "data")["id"] = "a\x00b" }},
+		{"issue.create.json", "data.id", func(m map[string]any) { adaptertest.Obj(m, "data")["id"] = "a\nb" }},
+		{"attachment.create.json", "data.issueId", func(m map[string]any) { adaptertest.Obj(m, "data")["issueId"] = "a\x00b" }},
+		{"attachment.create.json", "data.id", func(m map[string]any) { adaptertest.Obj(m, "data")["id"] = "a\x7fb" }},
+	} {
+		body := adaptertest.Mutate(t, adaptertest.Fixture(t, fixtureDir, tc.fixture), tc.edit)
+		_, err := Adapter{}.Parse(workspace, http.Header{}, body)
+		if !errors.Is(err, connectors.ErrMalformedPayload) || !strings.Contains(err.Error(), tc.field+" contains a control character") {
+			t.Errorf("Parse of %s with a control character in %s = %v, want a malformed payload naming it", tc.fixture, tc.field, err)
+		}
 	}
 }
