@@ -188,3 +188,38 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerifyEveryValue: with two values of X-Gitea-Signature (and one of
+// X-Forgejo-Signature), Verify accepts exactly the requests whose every
+// non-empty value is the HMAC of the body under a secret.
+func FuzzVerifyEveryValue(f *testing.F) {
+	body := []byte(`{"action":"opened"}`)
+	good := connectors.HMACSHA256Hex(fuzzSecrets[0], body)
+	f.Add(good, good, "", body)
+	f.Add(good, "00", "", body)
+	f.Add("", good, good, body)
+	f.Add(good, "", connectors.HMACSHA256Hex([]byte("forged"), body), body)
+	f.Fuzz(func(t *testing.T, first, second, forgejo string, body []byte) {
+		h := http.Header{}
+		h.Add(HeaderSignature, first)
+		h.Add(HeaderSignature, second)
+		h.Set(HeaderForgejoSignature, forgejo)
+		err := Adapter{}.Verify(h, body, fuzzSecrets)
+		present, valid := 0, true
+		for _, sig := range []string{first, second, forgejo} {
+			if sig = strings.TrimSpace(sig); sig == "" {
+				continue
+			}
+			present++
+			matched := false
+			for _, s := range fuzzSecrets {
+				matched = matched || strings.EqualFold(sig, connectors.HMACSHA256Hex(s, body))
+			}
+			valid = valid && matched
+		}
+		valid = valid && present > 0
+		if (err == nil) != valid {
+			t.Fatalf("Verify(%q, %q; forgejo %q) = %v, want valid %t", first, second, forgejo, err, valid)
+		}
+	})
+}
