@@ -29,7 +29,8 @@ type DeliveryHeaders struct {
 }
 
 // HeaderDescriber is implemented by adapters that describe their
-// provider's delivery headers.
+// provider's delivery headers. The receiver asks on every request; the
+// slices are shared, never to be modified.
 type HeaderDescriber interface {
 	DeliveryHeaders() DeliveryHeaders
 }

@@ -111,13 +111,14 @@ func (Adapter) SecretHeaders() []string {
 // DeliveryHeaders: Gitea names itself in X-Gitea-Event (Forgejo in
 // X-Forgejo-Event as well) and also sends GitHub's X-GitHub-Event and
 // X-GitHub-Delivery; every delivery carries an event and a delivery UUID.
-func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
-	return connectors.DeliveryHeaders{
-		Title:       "Gitea",
-		Identifying: []string{HeaderEvent, HeaderForgejoEvent, headerGogsEvent, HeaderDelivery, HeaderForgejoDelivery},
-		Imitates:    []string{connectors.ProviderGitHub},
-		Required:    [][]string{{HeaderEvent, HeaderForgejoEvent}, {HeaderDelivery, HeaderForgejoDelivery}},
-	}
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{
+	Title:       "Gitea",
+	Identifying: []string{HeaderEvent, HeaderForgejoEvent, headerGogsEvent, HeaderDelivery, HeaderForgejoDelivery},
+	Imitates:    []string{connectors.ProviderGitHub},
+	Required:    [][]string{{HeaderEvent, HeaderForgejoEvent}, {HeaderDelivery, HeaderForgejoDelivery}},
 }
 
 // headerGogsEvent is Gogs' event header, which Gitea sends too.

@@ -94,12 +94,13 @@ func (Adapter) SecretHeaders() []string {
 // DeliveryHeaders: GitHub names itself in X-GitHub-Event (Gitea sends it
 // too, and says it imitates GitHub) and always sends the event and the
 // delivery GUID.
-func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
-	return connectors.DeliveryHeaders{
-		Title:       "GitHub",
-		Identifying: []string{HeaderEvent, HeaderHookID, HeaderDelivery},
-		Required:    [][]string{{HeaderEvent}, {HeaderDelivery}},
-	}
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{
+	Title:       "GitHub",
+	Identifying: []string{HeaderEvent, HeaderHookID, HeaderDelivery},
+	Required:    [][]string{{HeaderEvent}, {HeaderDelivery}},
 }
 
 // Content types GitHub delivers webhooks in, as chosen in the hook's

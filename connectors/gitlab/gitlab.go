@@ -79,12 +79,13 @@ func (Adapter) SecretHeaders() []string { return []string{HeaderToken} }
 // DeliveryHeaders: GitLab always sends X-Gitlab-Event; it may leave out
 // Idempotency-Key (older versions do), and then the body's hash keys the
 // delivery.
-func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
-	return connectors.DeliveryHeaders{
-		Title:       "GitLab",
-		Identifying: []string{HeaderEvent, HeaderEventUUID, headerInstance, headerWebhookUUID},
-		Required:    [][]string{{HeaderEvent}},
-	}
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{
+	Title:       "GitLab",
+	Identifying: []string{HeaderEvent, HeaderEventUUID, headerInstance, headerWebhookUUID},
+	Required:    [][]string{{HeaderEvent}},
 }
 
 // Headers that name GitLab and nothing else reads.

@@ -88,9 +88,10 @@ func (Adapter) SecretHeaders() []string { return []string{HeaderSignature, Heade
 // DeliveryHeaders: Jira Cloud names itself in
 // X-Atlassian-Webhook-Identifier; Jira Data Center sends no header of its
 // own, and the event is in the body, so nothing is required.
-func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
-	return connectors.DeliveryHeaders{Title: "Jira", Identifying: []string{HeaderIdentifier}}
-}
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{Title: "Jira", Identifying: []string{HeaderIdentifier}}
 
 // Sign sets X-Hub-Signature ("sha256=<hex>"), Content-Type, and
 // X-Atlassian-Webhook-Identifier (random) when absent. header must not be

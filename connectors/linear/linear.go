@@ -144,11 +144,12 @@ func (Adapter) SecretHeaders() []string { return []string{HeaderSignature} }
 // DeliveryHeaders: Linear names itself in its Linear-* headers. Nothing is
 // required: the body names the event, and a delivery without
 // Linear-Delivery is keyed by the body's hash.
-func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders {
-	return connectors.DeliveryHeaders{
-		Title:       "Linear",
-		Identifying: []string{HeaderEvent, HeaderDelivery, HeaderSignature},
-	}
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{
+	Title:       "Linear",
+	Identifying: []string{HeaderEvent, HeaderDelivery, HeaderSignature},
 }
 
 // Sign sets Content-Type and Linear-Signature, and when absent Linear-Event
