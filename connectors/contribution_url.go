@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,12 +22,13 @@ const maxContributionNumber = 1 << 53
 //
 // Anything after the number (/files, /diffs, a query, a fragment) is
 // allowed, as browsers copy such URLs. Host and repository come back in
-// lower case, as the providers treat them; a PR/MR is matched on them, the
-// provider and the number. ok is false for any other URL (a document, an
+// lower case, as the providers treat them, and the host without its
+// scheme's default port (https://github.com:443/… is github.com); a PR/MR
+// is matched on them, the provider and the number. ok is false for any other URL (a document, an
 // issue, a commit), which is no contribution.
 func ParseContributionURL(raw string) (link ContributionLink, ok bool) {
 	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" || u.User != nil {
 		return ContributionLink{}, false
 	}
 	segs := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
@@ -35,7 +37,7 @@ func ParseContributionURL(raw string) (link ContributionLink, ok bool) {
 			return ContributionLink{}, false
 		}
 	}
-	link = ContributionLink{Host: strings.ToLower(u.Host), URL: u.String()}
+	link = ContributionLink{Host: linkHost(u), URL: u.String()}
 	for i := range segs {
 		if i+1 >= len(segs) {
 			break
@@ -71,4 +73,22 @@ func ParseContributionURL(raw string) (link ContributionLink, ok bool) {
 		return link, true
 	}
 	return ContributionLink{}, false
+}
+
+// linkHost is u's host as a connection names it: lower case, without the
+// scheme's default port (443 for https, 80 for http) or an empty one, and
+// a port written with leading zeros as its number.
+func linkHost(u *url.URL) string {
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if n, err := strconv.Atoi(port); err == nil {
+		port = strconv.Itoa(n)
+	}
+	if port == "" || (u.Scheme == "https" && port == "443") || (u.Scheme == "http" && port == "80") {
+		if strings.Contains(host, ":") {
+			return "[" + host + "]" // an IPv6 address
+		}
+		return host
+	}
+	return net.JoinHostPort(host, port)
 }

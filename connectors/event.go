@@ -8,6 +8,7 @@ package connectors
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -35,7 +36,7 @@ type Action string
 
 const (
 	// ActionIgnore: the delivery is recorded and nothing else happens (ping,
-	// events the gateway does not map, e.g. GitHub "assigned" on a PR).
+	// events the gateway does not map, e.g. GitHub's push or a comment).
 	ActionIgnore Action = "ignore"
 	// ActionCreate: opened/created. Creates the task if the filters match,
 	// otherwise nothing; an existing task is updated instead.
@@ -187,7 +188,7 @@ type ContributionLink struct {
 	// (/group/project/-/merge_requests/N).
 	Provider   string
 	Kind       string // pull_request | merge_request
-	Host       string // lower-case, with the port when the URL has one
+	Host       string // lower-case, with the port when the URL has one other than its scheme's default
 	Repository string // lower-case owner/repo or group/project path
 	Number     int64
 	URL        string
@@ -250,4 +251,31 @@ type Restamper interface {
 	// Restamp returns body with its signed timestamp set to now and every
 	// other member kept.
 	Restamp(body []byte, now time.Time) ([]byte, error)
+}
+
+// Malformed returns a parse error "<context>: malformed payload: <message>"
+// wrapping ErrMalformedPayload, and also what an error among args wraps of
+// ErrInvalidText, so that a text error stays one however it is worded.
+func Malformed(context, format string, args ...any) error {
+	e := &malformedError{msg: context + ": " + ErrMalformedPayload.Error() + ": " + fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, ErrInvalidText) {
+			e.text = true
+		}
+	}
+	return e
+}
+
+type malformedError struct {
+	msg  string
+	text bool
+}
+
+func (e *malformedError) Error() string { return e.msg }
+
+func (e *malformedError) Unwrap() []error {
+	if e.text {
+		return []error{ErrMalformedPayload, ErrInvalidText}
+	}
+	return []error{ErrMalformedPayload}
 }

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"net/http"
+	"strings"
 )
 
 // This file holds what the provider adapters share for webhook
@@ -89,4 +91,50 @@ func NewUUID() string {
 	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// VerifyError is a failed verification as the sender is told it: which
+// header or member failed and how. Its Reason is built from header names
+// and fixed words only, never a secret, an expected value or the value
+// received, so the receiver can answer it in the 401.
+type VerifyError struct {
+	// Err is ErrMissingSignature, ErrBadSignature, ErrUnsupportedSignature
+	// or ErrStaleTimestamp.
+	Err    error
+	Reason string
+}
+
+func (e *VerifyError) Error() string { return e.Reason }
+
+func (e *VerifyError) Unwrap() error { return e.Err }
+
+// MissingSignature: none of headers (the ones the provider signs in) was
+// sent, or only empty.
+func MissingSignature(headers ...string) error {
+	return &VerifyError{Err: ErrMissingSignature, Reason: "missing signature: no " + strings.Join(headers, " or ") + " header"}
+}
+
+// SignatureMismatch: header was sent, but is not the signature (or token)
+// of the body under any of the connection's secrets.
+func SignatureMismatch(header string) error {
+	return &VerifyError{Err: ErrBadSignature, Reason: "signature mismatch: " + header + " does not match the body under the connection's secrets"}
+}
+
+// UnsupportedSignature: the request is signed only in header, with a method
+// the gateway does not accept; want is the header it needs.
+func UnsupportedSignature(header, want string) error {
+	return &VerifyError{Err: ErrUnsupportedSignature, Reason: "unsupported signature: " + header + " is not accepted; " + want + " is required"}
+}
+
+// SignatureValues returns every non-empty value of header, trimmed, one per
+// field line: a request may repeat a header, and every signature it carries
+// must verify, so that a good one cannot carry a forged other.
+func SignatureValues(header http.Header, name string) []string {
+	var out []string
+	for _, v := range header.Values(name) {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -228,8 +228,19 @@ func TestSignatures(t *testing.T) {
 					t.Errorf("POST /webhooks/%s = %d %s, want %d", tc.conn, status, body, tc.want)
 				}
 				if tc.want == http.StatusUnauthorized {
-					if got := strings.TrimSpace(string(body)); got != `{"error":"invalid signature"}` {
-						t.Errorf("401 body = %s, want {\"error\":\"invalid signature\"}", got)
+					// The reason, never a secret or a signature.
+					var msg struct {
+						Error string `json:"error"`
+					}
+					if err := json.Unmarshal(body, &msg); err != nil ||
+						!(strings.HasPrefix(msg.Error, "missing signature: ") || strings.HasPrefix(msg.Error, "signature mismatch: ") ||
+							strings.HasPrefix(msg.Error, "unsupported signature: ")) {
+						t.Errorf("401 body = %s, want the reason", body)
+					}
+					for _, secret := range []string{githubSecret, githubOld, gitlabSecret, gitlabSecret[:5], jiraSecret, "not-the-secret"} {
+						if strings.Contains(string(body), secret) {
+							t.Errorf("401 body %s shows a secret", body)
+						}
 					}
 				}
 			})

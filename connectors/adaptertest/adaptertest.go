@@ -4,14 +4,19 @@
 package adaptertest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/trackergateway/gateway/connectors"
 )
@@ -275,5 +280,117 @@ func CheckContribution(t *testing.T, got, want *connectors.Contribution) {
 	}
 	if !slices.Equal(got.References, want.References) {
 		t.Errorf("Contribution.References = %v, want %v", got.References, want.References)
+	}
+}
+
+// InvalidText reports whether body is JSON that is well formed but holds a
+// string that is not valid UTF-8 text (raw bytes that are not, a lone
+// surrogate escape): encoding/json, and so the providers' libraries, take
+// it with U+FFFD in place, connectors.DecodeJSON refuses it.
+func InvalidText(body []byte) bool {
+	return walkTokens(body, jsontext.AllowInvalidUTF8(true)) == nil && walkTokens(body) != nil
+}
+
+func walkTokens(body []byte, opts ...jsontext.Options) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body), append([]jsontext.Options{jsontext.AllowDuplicateNames(true)}, opts...)...)
+	for {
+		if _, err := dec.ReadToken(); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// CheckText asserts what Parse makes of a body holding invalid text
+// (InvalidText): never an entity, whose ID could then be another's with
+// U+FFFD in it; an error about the text wraps both ErrMalformedPayload and
+// connectors.ErrInvalidText.
+func CheckText(t *testing.T, event string, body []byte, e connectors.Event, err error) {
+	t.Helper()
+	if errors.Is(err, connectors.ErrInvalidText) && !errors.Is(err, connectors.ErrMalformedPayload) {
+		t.Fatalf("Parse(%q) error %v does not wrap ErrMalformedPayload", event, err)
+	}
+	if !InvalidText(body) {
+		return
+	}
+	if err == nil && (e.ExternalID != "" || e.Action != connectors.ActionIgnore) {
+		t.Fatalf("Parse(%q) of a body with invalid text = %+v, want an error", event, e)
+	}
+}
+
+// CheckDecodeRefusesText asserts that decode, a connectors.DecodeJSON of
+// body, refused a body holding invalid text with ErrInvalidText; it
+// reports whether body holds some, for the caller to stop comparing with
+// a library that takes it.
+func CheckDecodeRefusesText(t *testing.T, body []byte, err error) bool {
+	t.Helper()
+	if !InvalidText(body) {
+		return false
+	}
+	if err == nil {
+		t.Fatalf("DecodeJSON accepted a body with invalid text: %q", body)
+	}
+	return true
+}
+
+// invalidTextPlaceholder marks where InvalidTextBodies puts invalid text.
+const invalidTextPlaceholder = "@@invalid-text@@"
+
+// InvalidTextBodies returns body with the string edit sets (through
+// Mutate, to the value it is given) holding text that is not valid UTF-8,
+// each way a payload can carry it: raw bytes, escaped lone surrogates.
+// Keyed by the way.
+func InvalidTextBodies(t testing.TB, body []byte, edit func(m map[string]any, value string)) map[string][]byte {
+	t.Helper()
+	marked := Mutate(t, body, func(m map[string]any) { edit(m, invalidTextPlaceholder) })
+	if !bytes.Contains(marked, []byte(invalidTextPlaceholder)) {
+		t.Fatalf("the edit set no string")
+	}
+	out := map[string][]byte{}
+	for way, text := range map[string]string{
+		"raw 0xff": "coll-\xff", "raw 0xfe": "coll-\xfe",
+		"lone high surrogate": `coll-\ud800`, "lone low surrogate": `coll-\udc00`,
+	} {
+		out[way] = bytes.ReplaceAll(marked, []byte(invalidTextPlaceholder), []byte(text))
+	}
+	return out
+}
+
+// CheckRefusesText asserts that Parse refused a body with invalid text in
+// field: an error wrapping ErrMalformedPayload and ErrInvalidText that
+// names the field.
+func CheckRefusesText(t *testing.T, field string, e connectors.Event, err error) {
+	t.Helper()
+	if !errors.Is(err, connectors.ErrMalformedPayload) || !errors.Is(err, connectors.ErrInvalidText) {
+		t.Fatalf("Parse = %+v, %v; want an error wrapping ErrMalformedPayload and ErrInvalidText", e, err)
+	}
+	if want := field + " is not valid UTF-8 text"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("Parse error = %q, want it to name %q", err, want)
+	}
+}
+
+// CheckEveryValueVerified asserts that verify refuses a request whose
+// signature header holds a good signature and a forged one, in either
+// order and as two field lines, with ErrBadSignature naming the header;
+// and accepts the good one repeated.
+func CheckEveryValueVerified(t *testing.T, verify func(h http.Header) error, header, good, forged string) {
+	t.Helper()
+	for _, values := range [][]string{{good, forged}, {forged, good}, {"", forged, good}} {
+		h := http.Header{}
+		for _, v := range values {
+			h.Add(header, v)
+		}
+		err := verify(h)
+		if !errors.Is(err, connectors.ErrBadSignature) || !strings.Contains(err.Error(), header) {
+			t.Errorf("Verify with %s values %q = %v, want ErrBadSignature naming it", header, values, err)
+		}
+	}
+	h := http.Header{}
+	h.Add(header, good)
+	h.Add(header, good)
+	if err := verify(h); err != nil {
+		t.Errorf("Verify with %s repeated = %v, want nil", header, err)
 	}
 }

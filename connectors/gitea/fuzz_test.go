@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		for _, event := range []string{"issues", "pull_request", "issue_label", "pull_request_sync", "push"} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
 			adaptertest.CheckParsed(t, connectors.ProviderGitea, host, event, e, err)
+			adaptertest.CheckText(t, event, body, e, err)
 			if err == nil && e.Action != connectors.ActionIgnore && (e.EntityKey != e.ExternalID || e.PreviousExternalID != "") {
 				t.Fatalf("Parse(%q): EntityKey %q, ExternalID %q, PreviousExternalID %q", event, e.EntityKey, e.ExternalID, e.PreviousExternalID)
 			}
@@ -56,10 +57,16 @@ type rawDraft struct {
 // decodes with connectors.DecodeJSON accept every body the reference
 // decoders accept, with the same action, repository name and the members of
 // the issue or pull request Parse reads (they also accept bodies whose
-// members Parse does not read have the wrong types).
+// members Parse does not read have the wrong types), but a body holding
+// invalid text, which they refuse where the reference takes it with U+FFFD.
 func FuzzDecodeEvent(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if adaptertest.InvalidText(body) {
+			adaptertest.CheckDecodeRefusesText(t, body, connectors.DecodeJSON(body, new(pullRequestEvent)))
+			adaptertest.CheckDecodeRefusesText(t, body, connectors.DecodeJSON(body, new(issuesEvent)))
+			return
+		}
 		var fullPR referencePullRequestEvent
 		if err := json.Unmarshal(body, &fullPR); err == nil {
 			var trimmed pullRequestEvent
@@ -178,6 +185,41 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("Verify(%q, %q) = %v, want nil", giteaSig, forgejoSig, err)
 		case err != nil && !errors.Is(err, connectors.ErrBadSignature) && !errors.Is(err, connectors.ErrMissingSignature) && !errors.Is(err, connectors.ErrUnsupportedSignature):
 			t.Fatalf("Verify = %v, not a verification error", err)
+		}
+	})
+}
+
+// FuzzVerifyEveryValue: with two values of X-Gitea-Signature (and one of
+// X-Forgejo-Signature), Verify accepts exactly the requests whose every
+// non-empty value is the HMAC of the body under a secret.
+func FuzzVerifyEveryValue(f *testing.F) {
+	body := []byte(`{"action":"opened"}`)
+	good := connectors.HMACSHA256Hex(fuzzSecrets[0], body)
+	f.Add(good, good, "", body)
+	f.Add(good, "00", "", body)
+	f.Add("", good, good, body)
+	f.Add(good, "", connectors.HMACSHA256Hex([]byte("forged"), body), body)
+	f.Fuzz(func(t *testing.T, first, second, forgejo string, body []byte) {
+		h := http.Header{}
+		h.Add(HeaderSignature, first)
+		h.Add(HeaderSignature, second)
+		h.Set(HeaderForgejoSignature, forgejo)
+		err := Adapter{}.Verify(h, body, fuzzSecrets)
+		present, valid := 0, true
+		for _, sig := range []string{first, second, forgejo} {
+			if sig = strings.TrimSpace(sig); sig == "" {
+				continue
+			}
+			present++
+			matched := false
+			for _, s := range fuzzSecrets {
+				matched = matched || strings.EqualFold(sig, connectors.HMACSHA256Hex(s, body))
+			}
+			valid = valid && matched
+		}
+		valid = valid && present > 0
+		if (err == nil) != valid {
+			t.Fatalf("Verify(%q, %q; forgejo %q) = %v, want valid %t", first, second, forgejo, err, valid)
 		}
 	})
 }

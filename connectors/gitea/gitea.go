@@ -43,37 +43,40 @@ const (
 // value is ready to use.
 type Adapter struct{}
 
-var _ connectors.Adapter = Adapter{}
+var (
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
+)
 
 // Provider returns "gitea".
 func (Adapter) Provider() string { return connectors.ProviderGitea }
 
 // Verify checks X-Gitea-Signature and X-Forgejo-Signature (each the hex
 // HMAC-SHA256 of the body) against each secret in constant time. Forgejo
-// sends both; every one present must verify, so a request cannot pass on
-// one good header while carrying a forged other. A request signed only with
-// the SHA-1 X-Hub-Signature is refused with ErrUnsupportedSignature; an
-// unsigned one (Gitea sends empty signature headers for a hook without a
-// secret) with ErrMissingSignature.
+// sends both; every value of either that the request carries must verify,
+// so a request cannot pass on one good signature while carrying a forged
+// other (in the other header or repeating the same one). A request signed
+// only with the SHA-1 X-Hub-Signature is refused with
+// ErrUnsupportedSignature; an unsigned one (Gitea sends empty signature
+// headers for a hook without a secret) with ErrMissingSignature. Errors
+// are connectors.VerifyError.
 func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	sigs := make([]string, 0, 2)
+	present := false
 	for _, name := range []string{HeaderSignature, HeaderForgejoSignature} {
-		if sig := strings.TrimSpace(header.Get(name)); sig != "" {
-			sigs = append(sigs, sig)
+		for _, sig := range connectors.SignatureValues(header, name) {
+			present = true
+			if connectors.VerifyHMACSHA256(sig, body, secrets) != nil {
+				return connectors.SignatureMismatch(name)
+			}
 		}
 	}
-	if len(sigs) == 0 {
-		if strings.TrimSpace(header.Get(HeaderHubSignature)) != "" && strings.TrimSpace(header.Get(HeaderHubSignature256)) == "" {
-			return connectors.ErrUnsupportedSignature
-		}
-		return connectors.ErrMissingSignature
+	if present {
+		return nil
 	}
-	for _, sig := range sigs {
-		if err := connectors.VerifyHMACSHA256(sig, body, secrets); err != nil {
-			return err
-		}
+	if len(connectors.SignatureValues(header, HeaderHubSignature)) > 0 && len(connectors.SignatureValues(header, HeaderHubSignature256)) == 0 {
+		return connectors.UnsupportedSignature(HeaderHubSignature+" (SHA-1)", HeaderSignature)
 	}
-	return nil
+	return connectors.MissingSignature(HeaderSignature, HeaderForgejoSignature)
 }
 
 // DeliveryKey is X-Gitea-Delivery, else X-Forgejo-Delivery (the same UUID
@@ -104,6 +107,22 @@ func (Adapter) EventName(header http.Header) string {
 func (Adapter) SecretHeaders() []string {
 	return []string{HeaderSignature, HeaderForgejoSignature, HeaderGogsSignature, HeaderHubSignature, HeaderHubSignature256}
 }
+
+// DeliveryHeaders: Gitea names itself in X-Gitea-Event (Forgejo in
+// X-Forgejo-Event as well) and also sends GitHub's X-GitHub-Event and
+// X-GitHub-Delivery; every delivery carries an event and a delivery UUID.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{
+	Title:       "Gitea",
+	Identifying: []string{HeaderEvent, HeaderForgejoEvent, headerGogsEvent, HeaderDelivery, HeaderForgejoDelivery},
+	Imitates:    []string{connectors.ProviderGitHub},
+	Required:    [][]string{{HeaderEvent, HeaderForgejoEvent}, {HeaderDelivery, HeaderForgejoDelivery}},
+}
+
+// headerGogsEvent is Gogs' event header, which Gitea sends too.
+const headerGogsEvent = "X-Gogs-Event"
 
 // Sign sets Content-Type, X-Gitea-Signature for body and secret and, when
 // absent, X-Gitea-Delivery (a fresh UUID). It does not set
@@ -160,7 +179,7 @@ func (a Adapter) Parse(host string, header http.Header, body []byte) (connectors
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse gitea %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse gitea "+event, format, args...)
 }
 
 // Gitea has no issue transfer: moving a repository keeps its issues and

@@ -21,12 +21,14 @@ func FuzzParse(f *testing.F) {
 		for _, event := range []string{"issues", "pull_request", "ping", "installation", "installation_repositories"} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
 			adaptertest.CheckParsed(t, connectors.ProviderGitHub, host, event, e, err)
+			adaptertest.CheckText(t, event, body, e, err)
 		}
 	})
 }
 
 // FuzzDecodeEvent: connectors.DecodeJSON accepts exactly the bodies go-github's
-// ParseWebHook accepts, and gives the same event for them. The trimmed
+// ParseWebHook accepts but those holding invalid text, which it refuses
+// where go-github takes them with U+FFFD, and gives the same event for them. The trimmed
 // issuesEvent and pullRequestEvent Parse decodes accept every body
 // IssuesEvent and PullRequestEvent accept, with the same action,
 // repository name and the members of the issue or pull request Parse reads
@@ -47,12 +49,18 @@ func FuzzDecodeEvent(f *testing.F) {
 			want, wantErr := gh.ParseWebHook(tc.event, body)
 			got := tc.into()
 			err := connectors.DecodeJSON(body, got)
+			if adaptertest.CheckDecodeRefusesText(t, body, err) {
+				continue
+			}
 			switch {
 			case (err == nil) != (wantErr == nil):
 				t.Fatalf("%s: DecodeJSON error = %v, ParseWebHook error = %v", tc.event, err, wantErr)
 			case err == nil && !reflect.DeepEqual(got, want):
 				t.Fatalf("%s: DecodeJSON = %+v, ParseWebHook = %+v", tc.event, got, want)
 			}
+		}
+		if adaptertest.InvalidText(body) {
+			return
 		}
 		if want, err := gh.ParseWebHook("pull_request", body); err == nil {
 			full := want.(*gh.PullRequestEvent)

@@ -35,29 +35,35 @@ const (
 // to use.
 type Adapter struct{}
 
-var _ connectors.Adapter = Adapter{}
+var (
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
+)
 
 // Provider returns "github".
 func (Adapter) Provider() string { return connectors.ProviderGitHub }
 
 // Verify checks X-Hub-Signature-256 ("sha256=<hex HMAC-SHA256(body)>")
-// against each secret in constant time. A request carrying only the SHA-1
-// X-Hub-Signature is refused with ErrUnsupportedSignature (go-github's
-// ValidatePayload would accept it, so it is not used here); an unsigned one
-// with ErrMissingSignature.
+// against each secret in constant time; every value of it the request
+// carries must match. A request carrying only the SHA-1 X-Hub-Signature is
+// refused with ErrUnsupportedSignature (go-github's ValidatePayload would
+// accept it, so it is not used here); an unsigned one with
+// ErrMissingSignature. Errors are connectors.VerifyError.
 func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	sig := strings.TrimSpace(header.Get(HeaderSignature256))
-	if sig == "" {
-		if strings.TrimSpace(header.Get(HeaderSignature)) != "" {
-			return connectors.ErrUnsupportedSignature
+	sigs := connectors.SignatureValues(header, HeaderSignature256)
+	if len(sigs) == 0 {
+		if len(connectors.SignatureValues(header, HeaderSignature)) > 0 {
+			return connectors.UnsupportedSignature(HeaderSignature+" (SHA-1)", HeaderSignature256)
 		}
-		return connectors.ErrMissingSignature
+		return connectors.MissingSignature(HeaderSignature256)
 	}
-	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	if !ok {
-		return connectors.ErrBadSignature
+	for _, sig := range sigs {
+		hexSig, ok := strings.CutPrefix(sig, "sha256=")
+		if !ok || connectors.VerifyHMACSHA256(hexSig, body, secrets) != nil {
+			return connectors.SignatureMismatch(HeaderSignature256)
+		}
 	}
-	return connectors.VerifyHMACSHA256(hexSig, body, secrets)
+	return nil
 }
 
 // DeliveryKey is X-GitHub-Hook-ID ":" X-GitHub-Delivery: the delivery GUID
@@ -83,6 +89,18 @@ func (Adapter) EventName(header http.Header) string {
 // SecretHeaders lists the signature headers.
 func (Adapter) SecretHeaders() []string {
 	return []string{HeaderSignature, HeaderSignature256}
+}
+
+// DeliveryHeaders: GitHub names itself in X-GitHub-Event (Gitea sends it
+// too, and says it imitates GitHub) and always sends the event and the
+// delivery GUID.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{
+	Title:       "GitHub",
+	Identifying: []string{HeaderEvent, HeaderHookID, HeaderDelivery},
+	Required:    [][]string{{HeaderEvent}, {HeaderDelivery}},
 }
 
 // Content types GitHub delivers webhooks in, as chosen in the hook's
@@ -171,7 +189,7 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse github %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse github "+event, format, args...)
 }
 
 var issueActions = map[string]connectors.Action{
@@ -193,16 +211,32 @@ var issueActions = map[string]connectors.Action{
 	"transferred":  connectors.ActionTransfer,
 }
 
+// pullRequestActions are GitHub's pull_request actions. Every delivery
+// carries the whole pull request, so each action that is not an opening, a
+// closing or a reopening is an update: one whose opening was missed still
+// creates its task or links to the issue it closes.
 var pullRequestActions = map[string]connectors.Action{
-	"opened":             connectors.ActionCreate,
-	"reopened":           connectors.ActionReopen,
-	"closed":             connectors.ActionClose,
-	"edited":             connectors.ActionUpdate,
-	"synchronize":        connectors.ActionUpdate,
-	"ready_for_review":   connectors.ActionUpdate,
-	"converted_to_draft": connectors.ActionUpdate,
-	"labeled":            connectors.ActionUpdate,
-	"unlabeled":          connectors.ActionUpdate,
+	"opened":                 connectors.ActionCreate,
+	"reopened":               connectors.ActionReopen,
+	"closed":                 connectors.ActionClose,
+	"edited":                 connectors.ActionUpdate,
+	"synchronize":            connectors.ActionUpdate,
+	"ready_for_review":       connectors.ActionUpdate,
+	"converted_to_draft":     connectors.ActionUpdate,
+	"labeled":                connectors.ActionUpdate,
+	"unlabeled":              connectors.ActionUpdate,
+	"assigned":               connectors.ActionUpdate,
+	"unassigned":             connectors.ActionUpdate,
+	"locked":                 connectors.ActionUpdate,
+	"unlocked":               connectors.ActionUpdate,
+	"review_requested":       connectors.ActionUpdate,
+	"review_request_removed": connectors.ActionUpdate,
+	"auto_merge_enabled":     connectors.ActionUpdate,
+	"auto_merge_disabled":    connectors.ActionUpdate,
+	"enqueued":               connectors.ActionUpdate,
+	"dequeued":               connectors.ActionUpdate,
+	"milestoned":             connectors.ActionUpdate,
+	"demilestoned":           connectors.ActionUpdate,
 }
 
 // transferChanges is the part of an issues payload's "changes" that go-github

@@ -307,9 +307,22 @@ func TestParsePullRequestActions(t *testing.T) {
 		{"converted_to_draft", connectors.ActionUpdate},
 		{"labeled", connectors.ActionUpdate},
 		{"unlabeled", connectors.ActionUpdate},
-		{"assigned", connectors.ActionIgnore},
-		{"review_requested", connectors.ActionIgnore},
-		{"auto_merge_enabled", connectors.ActionIgnore},
+		// Every other action describes the pull request whole too: a pull
+		// request whose opening was missed is created (or linked) by it.
+		{"assigned", connectors.ActionUpdate},
+		{"unassigned", connectors.ActionUpdate},
+		{"locked", connectors.ActionUpdate},
+		{"unlocked", connectors.ActionUpdate},
+		{"review_requested", connectors.ActionUpdate},
+		{"review_request_removed", connectors.ActionUpdate},
+		{"auto_merge_enabled", connectors.ActionUpdate},
+		{"auto_merge_disabled", connectors.ActionUpdate},
+		{"enqueued", connectors.ActionUpdate},
+		{"dequeued", connectors.ActionUpdate},
+		{"milestoned", connectors.ActionUpdate},
+		{"demilestoned", connectors.ActionUpdate},
+		// Not a pull request action GitHub sends.
+		{"exploded", connectors.ActionIgnore},
 	}
 	for _, tt := range tests {
 		t.Run(tt.action, func(t *testing.T) {

@@ -26,6 +26,7 @@ func FuzzParse(f *testing.F) {
 		for _, event := range []string{"Issue Hook", "Merge Request Hook", "Note Hook", ""} {
 			e, err := Adapter{}.Parse(host, headerFor(event), body)
 			adaptertest.CheckParsed(t, connectors.ProviderGitLab, host, event, e, err)
+			adaptertest.CheckText(t, event, body, e, err)
 			// The entity kinds are spelled as GitLab's object kinds.
 			if err == nil && e.Action != connectors.ActionIgnore && e.Kind != probe.ObjectKind {
 				t.Fatalf("Parse(%q) of an object_kind %q body = a %q event", event, probe.ObjectKind, e.Kind)
@@ -37,10 +38,17 @@ func FuzzParse(f *testing.F) {
 // FuzzDecodeEvent: every body client-go's ParseWebhook decodes as an
 // issue or a merge request event, connectors.DecodeJSON decodes into
 // issueEvent or mergeEvent too, to the same values of the members Parse
-// reads (it also decodes bodies whose other members client-go refuses).
+// reads (it also decodes bodies whose other members client-go refuses),
+// but a body holding invalid text, which it refuses where client-go takes
+// it with U+FFFD.
 func FuzzDecodeEvent(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if adaptertest.InvalidText(body) {
+			adaptertest.CheckDecodeRefusesText(t, body, connectors.DecodeJSON(body, new(issueEvent)))
+			adaptertest.CheckDecodeRefusesText(t, body, connectors.DecodeJSON(body, new(mergeEvent)))
+			return
+		}
 		if full, err := gitlab.ParseWebhook(gitlab.EventTypeIssue, body); err == nil {
 			var got issueEvent
 			if err := connectors.DecodeJSON(body, &got); err != nil {

@@ -6,7 +6,6 @@ package gitlab
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,20 +29,32 @@ const (
 // to use.
 type Adapter struct{}
 
-var _ connectors.Adapter = Adapter{}
+var (
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
+)
 
 // Provider returns "gitlab".
 func (Adapter) Provider() string { return connectors.ProviderGitLab }
 
 // Verify compares X-Gitlab-Token, a plain shared secret, with each secret
-// (SHA-256 digests, constant time).
+// (SHA-256 digests, constant time); every value of it the request carries
+// must match. Errors are connectors.VerifyError.
 func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	token := header.Get(HeaderToken)
-	if token == "" {
-		return connectors.ErrMissingSignature
+	// Not trimmed: the token is compared as sent.
+	tokens := header.Values(HeaderToken)
+	present := false
+	for _, token := range tokens {
+		if token == "" {
+			continue
+		}
+		present = true
+		if !connectors.EqualToken(token, secrets) {
+			return connectors.SignatureMismatch(HeaderToken)
+		}
 	}
-	if !connectors.EqualToken(token, secrets) {
-		return connectors.ErrBadSignature
+	if !present {
+		return connectors.MissingSignature(HeaderToken)
 	}
 	return nil
 }
@@ -64,6 +75,24 @@ func (Adapter) EventName(header http.Header) string {
 
 // SecretHeaders lists the token header.
 func (Adapter) SecretHeaders() []string { return []string{HeaderToken} }
+
+// DeliveryHeaders: GitLab always sends X-Gitlab-Event; it may leave out
+// Idempotency-Key (older versions do), and then the body's hash keys the
+// delivery.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{
+	Title:       "GitLab",
+	Identifying: []string{HeaderEvent, HeaderEventUUID, headerInstance, headerWebhookUUID},
+	Required:    [][]string{{HeaderEvent}},
+}
+
+// Headers that name GitLab and nothing else reads.
+const (
+	headerInstance    = "X-Gitlab-Instance"
+	headerWebhookUUID = "X-Gitlab-Webhook-UUID"
+)
 
 // Sign sets X-Gitlab-Token to secret, Content-Type, and Idempotency-Key to a
 // random UUID when absent. The caller sets X-Gitlab-Event. header must not
@@ -138,7 +167,7 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse gitlab %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse gitlab "+event, format, args...)
 }
 
 func eventName(name gitlab.EventType, action string) string {

@@ -231,6 +231,8 @@ func TestParseMergeRequestActions(t *testing.T) {
 		{"update", "merged", connectors.ActionUpdate, "merged", true},
 		{"approved", "opened", connectors.ActionUpdate, "open", false},
 		{"unapproved", "opened", connectors.ActionUpdate, "open", false},
+		{"approval", "opened", connectors.ActionUpdate, "open", false},
+		{"unapproval", "opened", connectors.ActionUpdate, "open", false},
 		{"", "opened", connectors.ActionUpdate, "open", false},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e, err := Adapter{}.Parse(site, http.Header{}, body)
 		adaptertest.CheckParsed(t, connectors.ProviderJira, site, "jira", e, err)
+		adaptertest.CheckText(t, "jira", body, e, err)
 		if err == nil && e.Action != connectors.ActionIgnore && e.EntityKey != e.ExternalID {
 			t.Fatalf("Parse: ExternalID %q, EntityKey %q", e.ExternalID, e.EntityKey)
 		}
@@ -54,7 +55,9 @@ func FuzzDecodeIssue(f *testing.F) {
 }
 
 // FuzzDecodeEnvelope: decodeEnvelope accepts exactly the bodies
-// encoding/json decodes into the envelope's fields, to the same values.
+// encoding/json decodes into the envelope's fields, to the same values, but
+// those holding invalid text, which it refuses where encoding/json takes
+// them with U+FFFD.
 func FuzzDecodeEnvelope(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -68,6 +71,9 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 		wantErr := json.Unmarshal(body, &want)
 		got, err := decodeEnvelope(body)
+		if adaptertest.CheckDecodeRefusesText(t, body, err) {
+			return
+		}
 		switch {
 		case (err == nil) != (wantErr == nil):
 			t.Fatalf("decodeEnvelope error = %v, encoding/json error = %v", err, wantErr)

@@ -38,27 +38,35 @@ const (
 // to use.
 type Adapter struct{}
 
-var _ connectors.Adapter = Adapter{}
+var (
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
+)
 
 // Provider returns "jira".
 func (Adapter) Provider() string { return connectors.ProviderJira }
 
 // Verify checks X-Hub-Signature ("<method>=<hex>"): the method must be
 // sha256 (others: ErrUnsupportedSignature), the hex an HMAC-SHA256 of the
-// body under one of secrets (constant time).
+// body under one of secrets (constant time); every value of it the request
+// carries must verify. Errors are connectors.VerifyError.
 func (Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	sig := strings.TrimSpace(header.Get(HeaderSignature))
-	if sig == "" {
-		return connectors.ErrMissingSignature
+	sigs := connectors.SignatureValues(header, HeaderSignature)
+	if len(sigs) == 0 {
+		return connectors.MissingSignature(HeaderSignature)
 	}
-	method, hexSig, ok := strings.Cut(sig, "=")
-	if !ok {
-		return connectors.ErrBadSignature
+	for _, sig := range sigs {
+		method, hexSig, ok := strings.Cut(sig, "=")
+		switch {
+		case !ok:
+			return connectors.SignatureMismatch(HeaderSignature)
+		case !strings.EqualFold(strings.TrimSpace(method), "sha256"):
+			return connectors.UnsupportedSignature(HeaderSignature+" with a method other than sha256", "sha256=<hex>")
+		case connectors.VerifyHMACSHA256(strings.TrimSpace(hexSig), body, secrets) != nil:
+			return connectors.SignatureMismatch(HeaderSignature)
+		}
 	}
-	if !strings.EqualFold(strings.TrimSpace(method), "sha256") {
-		return connectors.ErrUnsupportedSignature
-	}
-	return connectors.VerifyHMACSHA256(strings.TrimSpace(hexSig), body, secrets)
+	return nil
 }
 
 // DeliveryKey is X-Atlassian-Webhook-Identifier (stable across retries),
@@ -76,6 +84,14 @@ func (Adapter) EventName(http.Header) string { return connectors.ProviderJira }
 
 // SecretHeaders lists the signature and authorization headers.
 func (Adapter) SecretHeaders() []string { return []string{HeaderSignature, HeaderAuthorization} }
+
+// DeliveryHeaders: Jira Cloud names itself in
+// X-Atlassian-Webhook-Identifier; Jira Data Center sends no header of its
+// own, and the event is in the body, so nothing is required.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{Title: "Jira", Identifying: []string{HeaderIdentifier}}
 
 // Sign sets X-Hub-Signature ("sha256=<hex>"), Content-Type, and
 // X-Atlassian-Webhook-Identifier (random) when absent. header must not be
@@ -435,7 +451,7 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse jira %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse jira "+event, format, args...)
 }
 
 type resolution int

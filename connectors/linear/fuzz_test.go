@@ -21,6 +21,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e, err := Adapter{}.Parse(workspace, http.Header{}, body)
 		adaptertest.CheckParsed(t, connectors.ProviderLinear, workspace, "linear", e, err)
+		adaptertest.CheckText(t, "linear", body, e, err)
 		if err == nil && e.Action != connectors.ActionIgnore && e.EntityKey != e.ExternalID {
 			t.Fatalf("Parse: ExternalID %q, EntityKey %q", e.ExternalID, e.EntityKey)
 		}
@@ -29,7 +30,8 @@ func FuzzParse(f *testing.F) {
 
 // FuzzDecodeWebhook: decodeWebhook accepts exactly the bodies encoding/json
 // decodes into the same members (the envelope, an Issue's data and an
-// Attachment's), to the same values.
+// Attachment's), to the same values, but those holding invalid text, which
+// it refuses where encoding/json takes them with U+FFFD.
 func FuzzDecodeWebhook(f *testing.F) {
 	adaptertest.AddFixtures(f, fixtureDir)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -48,6 +50,9 @@ func FuzzDecodeWebhook(f *testing.F) {
 			}
 		}
 		got, gotIssue, gotAttachment, err := decodeWebhook(body)
+		if adaptertest.CheckDecodeRefusesText(t, body, err) {
+			return
+		}
 		switch {
 		case (err == nil) != (wantErr == nil):
 			t.Fatalf("decodeWebhook error = %v, encoding/json error = %v", err, wantErr)

@@ -68,8 +68,9 @@ type Adapter struct {
 }
 
 var (
-	_ connectors.Adapter   = Adapter{}
-	_ connectors.Restamper = Adapter{}
+	_ connectors.Adapter         = Adapter{}
+	_ connectors.Restamper       = Adapter{}
+	_ connectors.HeaderDescriber = Adapter{}
 )
 
 func (a Adapter) now() time.Time {
@@ -88,24 +89,33 @@ func (Adapter) Provider() string { return connectors.ProviderLinear }
 // a captured delivery replayed later is refused with
 // connectors.ErrStaleTimestamp, and so is one whose webhookTimestamp is
 // missing or not a number. The unsigned Linear-Timestamp header is not read.
+//
+// Every value of Linear-Signature the request carries must match. Errors
+// are connectors.VerifyError.
 func (a Adapter) Verify(header http.Header, body []byte, secrets [][]byte) error {
-	sig := strings.TrimSpace(header.Get(HeaderSignature))
-	if sig == "" {
-		return connectors.ErrMissingSignature
+	sigs := connectors.SignatureValues(header, HeaderSignature)
+	if len(sigs) == 0 {
+		return connectors.MissingSignature(HeaderSignature)
 	}
-	if err := connectors.VerifyHMACSHA256(sig, body, secrets); err != nil {
-		return err
+	for _, sig := range sigs {
+		if connectors.VerifyHMACSHA256(sig, body, secrets) != nil {
+			return connectors.SignatureMismatch(HeaderSignature)
+		}
 	}
 	var signed struct {
 		WebhookTimestamp *float64 `json:"webhookTimestamp"`
 	}
-	if err := connectors.DecodeJSON(body, &signed); err != nil || signed.WebhookTimestamp == nil {
-		return fmt.Errorf("%w: no numeric webhookTimestamp", connectors.ErrStaleTimestamp)
+	// Any text: a body whose strings are not valid UTF-8 is Parse's to
+	// refuse, in the delivery's outcome, not a replay.
+	if err := connectors.DecodeJSONAnyText(body, &signed); err != nil || signed.WebhookTimestamp == nil {
+		return &connectors.VerifyError{Err: connectors.ErrStaleTimestamp,
+			Reason: "missing timestamp: the signed body has no numeric webhookTimestamp"}
 	}
 	// In float milliseconds, so that no value overflows a conversion.
 	skew := math.Abs(float64(a.now().UnixMilli()) - *signed.WebhookTimestamp)
 	if skew > float64(TimestampWindow.Milliseconds()) {
-		return connectors.ErrStaleTimestamp
+		return &connectors.VerifyError{Err: connectors.ErrStaleTimestamp,
+			Reason: fmt.Sprintf("timestamp outside the window: webhookTimestamp is more than %s from the gateway's clock", TimestampWindow)}
 	}
 	return nil
 }
@@ -130,6 +140,17 @@ func (Adapter) EventName(header http.Header) string {
 
 // SecretHeaders lists the signature header.
 func (Adapter) SecretHeaders() []string { return []string{HeaderSignature} }
+
+// DeliveryHeaders: Linear names itself in its Linear-* headers. Nothing is
+// required: the body names the event, and a delivery without
+// Linear-Delivery is keyed by the body's hash.
+func (Adapter) DeliveryHeaders() connectors.DeliveryHeaders { return deliveryHeaders }
+
+// deliveryHeaders is shared by every call: the receiver asks on every request.
+var deliveryHeaders = connectors.DeliveryHeaders{
+	Title:       "Linear",
+	Identifying: []string{HeaderEvent, HeaderDelivery, HeaderSignature},
+}
 
 // Sign sets Content-Type and Linear-Signature, and when absent Linear-Event
 // (the body's type) and Linear-Delivery (random). header must not be nil.
@@ -344,6 +365,9 @@ func (Adapter) Parse(host string, header http.Header, body []byte) (connectors.E
 	if id == "" {
 		return connectors.Event{}, malformed(e.EventName, "data.id missing")
 	}
+	if err := checkID("data.id", id); err != nil {
+		return connectors.Event{}, malformed(e.EventName, "%v", err)
+	}
 	var teamKey string
 	if issue.Team != nil {
 		teamKey = strings.TrimSpace(issue.Team.Key)
@@ -444,6 +468,11 @@ func parseAttachment(host string, w *webhook, a *attachmentData, e connectors.Ev
 	if strings.TrimSpace(a.ID) == "" {
 		return connectors.Event{}, malformed(e.EventName, "data.id missing")
 	}
+	for _, f := range []struct{ name, id string }{{"data.issueId", issueID}, {"data.id", a.ID}} {
+		if err := checkID(f.name, f.id); err != nil {
+			return connectors.Event{}, malformed(e.EventName, "%v", err)
+		}
+	}
 	at := changedAt(a.UpdatedAt, w)
 	l, ok := contributionLink(*a, at)
 	if !ok {
@@ -474,5 +503,15 @@ func parseAttachment(host string, w *webhook, a *attachmentData, e connectors.Ev
 }
 
 func malformed(event, format string, args ...any) error {
-	return fmt.Errorf("parse linear %s: %w: %s", event, connectors.ErrMalformedPayload, fmt.Sprintf(format, args...))
+	return connectors.Malformed("parse linear "+event, format, args...)
+}
+
+// checkID refuses an ID with a control character (a NUL, say): no
+// external ID may hold one, and PostgreSQL would refuse the NUL in the
+// first query that names it, with a less clear reason than this.
+func checkID(field, id string) error {
+	if i := strings.IndexFunc(id, func(r rune) bool { return r <= 0x1f || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("%s contains a control character (U+%04X)", field, id[i])
+	}
+	return nil
 }

@@ -162,3 +162,26 @@ func TestAdaptersAreTheRegistrys(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryProviderDescribesItsHeaders: the receiver tells a provider's
+// deliveries from another's by the headers each adapter describes.
+func TestEveryProviderDescribesItsHeaders(t *testing.T) {
+	t.Parallel()
+	titles := map[string]bool{}
+	for _, p := range All() {
+		d, ok := p.Adapter.(connectors.HeaderDescriber)
+		if !ok {
+			t.Fatalf("%s: the adapter does not describe its delivery headers", p.Name)
+		}
+		h := d.DeliveryHeaders()
+		if h.Title == "" || titles[h.Title] || len(h.Identifying) == 0 {
+			t.Errorf("%s: DeliveryHeaders = %+v, want a title of its own and identifying headers", p.Name, h)
+		}
+		titles[h.Title] = true
+		for _, imitated := range h.Imitates {
+			if _, ok := Lookup(imitated); !ok {
+				t.Errorf("%s imitates %q, which is no provider", p.Name, imitated)
+			}
+		}
+	}
+}

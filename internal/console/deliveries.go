@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -133,8 +135,12 @@ func (c *Console) Delivery(w http.ResponseWriter, r *http.Request) {
 }
 
 // readableBody is a body as people read it: JSON indented, anything else
-// as text (invalid UTF-8 replaced when shown).
+// as text; a body that is not valid UTF-8 as base64, as the API shows it
+// (html/template would pass its bytes into the page as they are).
 func readableBody(body []byte) string {
+	if !utf8.Valid(body) {
+		return "The body is not valid UTF-8; its bytes in base64:\n" + base64.StdEncoding.EncodeToString(body)
+	}
 	var buf bytes.Buffer
 	if json.Indent(&buf, body, "", "  ") == nil {
 		return buf.String()

@@ -32,6 +32,10 @@ const (
 	connNoSecret     = "fake-unsigned"
 	connGitHub       = "gh-main"
 	connNoAdapter    = "svn-main"
+	connGitLab       = "gl-main"
+	connJira         = "jira-main"
+	connGitea        = "gitea-main"
+	connLinear       = "linear-main"
 	testPollDeadline = 20 * time.Second
 )
 
@@ -77,6 +81,10 @@ var testConnections = map[string]config.Connection{
 	connNoSecret:  {ID: connNoSecret, Provider: fakeProvider, Host: "fake.example"},
 	connGitHub:    {ID: connGitHub, Provider: connectors.ProviderGitHub, Host: "github.com", Secrets: []string{secretCurrent}},
 	connNoAdapter: {ID: connNoAdapter, Provider: "svn", Secrets: []string{secretCurrent}},
+	connGitLab:    {ID: connGitLab, Provider: connectors.ProviderGitLab, Host: "gitlab.com", Secrets: []string{secretCurrent}},
+	connJira:      {ID: connJira, Provider: connectors.ProviderJira, Host: "acme.atlassian.net", Secrets: []string{secretCurrent}},
+	connGitea:     {ID: connGitea, Provider: connectors.ProviderGitea, Host: "gitea.example.com", Secrets: []string{secretCurrent}},
+	connLinear:    {ID: connLinear, Provider: connectors.ProviderLinear, Host: "acme", Secrets: []string{secretCurrent}},
 }
 
 func lookupConnection(id string) (config.Connection, bool) {

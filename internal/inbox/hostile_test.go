@@ -187,6 +187,7 @@ func TestWebhookContentTypes(t *testing.T) {
 				}
 				req := webhook(tt.conn, body, "ct-"+string(rune('a'+i)), "")
 				if tt.conn == connGitHub {
+					req.Header.Set(github.HeaderEvent, "issues")
 					github.Adapter{}.Sign(req.Header, body, []byte(secretCurrent))
 				} else {
 					fakeAdapter{}.Sign(req.Header, body, []byte(secretCurrent))

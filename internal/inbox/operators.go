@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"maps"
@@ -10,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gorilla/mux"
 
 	"github.com/trackergateway/gateway/connectors/providers"
@@ -97,12 +100,19 @@ type OutcomeJSON struct {
 }
 
 // DeliveryDetailJSON adds the stored headers (secrets removed) and the body:
-// a JSON value when the body is valid JSON, else a string.
+// a JSON value when the body is JSON whose strings are all valid UTF-8
+// text, else a string when it is UTF-8 text, else its base64 with
+// BodyEncoding "base64". The answer is valid JSON whatever the body holds.
 type DeliveryDetailJSON struct {
 	DeliveryJSON
-	Headers json.RawMessage `json:"headers"`
-	Body    json.RawMessage `json:"body"`
+	Headers      json.RawMessage `json:"headers"`
+	Body         json.RawMessage `json:"body"`
+	BodyEncoding string          `json:"body_encoding,omitempty"`
 }
+
+// BodyBase64 is DeliveryDetailJSON.BodyEncoding for a body that is not
+// valid UTF-8.
+const BodyBase64 = "base64"
 
 // DeliveryListJSON is a page of deliveries.
 type DeliveryListJSON struct {
@@ -152,12 +162,17 @@ func NewDeliveryDetailJSON(d store.Delivery) DeliveryDetailJSON {
 	if b, err := json.Marshal(ShownHeaders(d)); err == nil {
 		out.Headers = b
 	}
-	if len(d.Body) > 0 && json.Valid(d.Body) {
+	switch {
+	case len(d.Body) > 0 && jsontext.Value(d.Body).IsValid(jsontext.AllowDuplicateNames(true)):
+		// Strict: json.Valid takes raw bytes that are not UTF-8 inside a
+		// string, and an answer holding them is not JSON to its readers.
 		out.Body = json.RawMessage(d.Body)
-	} else {
-		// A non-JSON body is shown as text (invalid UTF-8 replaced).
+	case utf8.Valid(d.Body):
 		b, _ := json.Marshal(string(d.Body))
 		out.Body = b
+	default:
+		b, _ := json.Marshal(base64.StdEncoding.EncodeToString(d.Body))
+		out.Body, out.BodyEncoding = b, BodyBase64
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -80,6 +81,9 @@ type Receiver struct {
 	// secretHeaders are every provider's secret headers: a delivery stores
 	// none of them, whichever provider it claims to come from.
 	secretHeaders []string
+	// byName are the adapters in the order of their provider names, for
+	// telling which provider a delivery's headers name.
+	byName []connectors.Adapter
 	// badSignatures summarises rejected signatures per connection in the
 	// log, so unauthenticated traffic cannot flood it.
 	badSignatures *httpapi.LogSampler
@@ -126,6 +130,7 @@ func NewReceiverWithOptions(st DeliveryWriter, adapters map[string]connectors.Ad
 		commits:       newGroupCommit(st, logger, opts.MaxBatch, now, opts.Metrics),
 		bodies:        newBodyBudget(opts.MaxInflightBodyBytes),
 		secretHeaders: secretHeaders,
+		byName:        adaptersByName(adapters),
 		badSignatures: httpapi.NewLogSampler(badSignatureLogInterval, now),
 		refusals:      httpapi.NewLogSampler(badSignatureLogInterval, now),
 	}
@@ -213,6 +218,9 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("receive webhook: no adapter for provider %q of connection %q", conn.Provider, conn.ID)
 	}
 
+	if err := rc.checkProvider(r.Header, conn.Provider); err != nil {
+		return err
+	}
 	if err := checkContentType(r.Header, adapter); err != nil {
 		return err
 	}
@@ -231,14 +239,20 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 		return failure.New(failure.Unauthorized, "invalid signature")
 	}
 	if err := adapter.Verify(r.Header, body, secrets); err != nil {
-		// The reason stays in the log, one line per connection per
-		// interval; the caller learns nothing more.
+		// One line per connection per interval in the log; the caller is
+		// told the reason (connectors.VerifyError: which header, and how it
+		// failed), never a secret or a signature.
 		if suppressed, log := rc.badSignatures.Observe(conn.ID); log {
 			rc.logger.WarnContext(ctx, "webhook signature rejected", "connection", conn.ID,
 				"provider", conn.Provider, "reason", err, "client_address", httpapi.ClientAddress(r),
 				"suppressed_since_last_line", suppressed)
 		}
-		return failure.New(failure.Unauthorized, "invalid signature")
+		return failure.New(failure.Unauthorized, "%s", verifyReason(err))
+	}
+	// After the signature, so that only the provider's own requests learn
+	// which header they lack; the worker could never process the delivery.
+	if missing, ok := connectors.MissingHeader(r.Header, adapter); ok {
+		return failure.New(failure.Invalid, "missing %s header: every %s delivery carries it", missing, providerTitle(adapter))
 	}
 
 	key := adapter.DeliveryKey(r.Header, body)
@@ -287,6 +301,59 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 	httpapi.WriteJSON(w, http.StatusAccepted, ReceiptResponse{DeliveryID: ins.ID, Status: status})
 	rc.opts.Metrics.WebhookAcknowledged(conn.ID, received)
 	return nil
+}
+
+// checkProvider refuses a delivery whose headers name another provider
+// than the connection's (a Gitea hook pointed at a GitHub connection: Gitea
+// sends GitHub's headers too, and would be stored and parsed as GitHub's),
+// naming the provider and what to configure. Headers only: it runs before
+// the body is read, and before the signature, which another provider's
+// scheme could never pass.
+func (rc *Receiver) checkProvider(h http.Header, provider string) error {
+	named := connectors.IdentifyProviders(h, rc.byName)
+	if len(named) == 0 || slices.ContainsFunc(named, func(id connectors.Identified) bool { return id.Provider == provider }) {
+		return nil
+	}
+	id := named[0]
+	return failure.New(failure.Invalid, "this delivery comes from %s (%s); a connection for it needs provider: %s",
+		id.Title, id.Header, id.Provider)
+}
+
+// adaptersByName is adapters in the order of their provider names.
+func adaptersByName(adapters map[string]connectors.Adapter) []connectors.Adapter {
+	names := slices.Sorted(maps.Keys(adapters))
+	out := make([]connectors.Adapter, len(names))
+	for i, n := range names {
+		out[i] = adapters[n]
+	}
+	return out
+}
+
+// providerTitle is the provider's name as its users write it.
+func providerTitle(a connectors.Adapter) string {
+	if d, ok := a.(connectors.HeaderDescriber); ok && d.DeliveryHeaders().Title != "" {
+		return d.DeliveryHeaders().Title
+	}
+	return a.Provider()
+}
+
+// verifyReason is what a 401 says of a failed verification: the adapter's
+// reason, else the failure's kind.
+func verifyReason(err error) string {
+	var ve *connectors.VerifyError
+	switch {
+	case errors.As(err, &ve):
+		return ve.Reason
+	case errors.Is(err, connectors.ErrMissingSignature):
+		return "missing signature"
+	case errors.Is(err, connectors.ErrUnsupportedSignature):
+		return "unsupported signature"
+	case errors.Is(err, connectors.ErrStaleTimestamp):
+		return "timestamp outside the window"
+	case errors.Is(err, connectors.ErrBadSignature):
+		return "signature mismatch"
+	}
+	return "invalid signature"
 }
 
 // contentTypeLister is implemented by adapters whose provider sends more

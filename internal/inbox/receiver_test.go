@@ -117,13 +117,13 @@ func TestReceiveRefusals(t *testing.T) {
 				name:      "missing signature",
 				req:       func() *http.Request { return webhook(connFake, small, "k-missing", "") },
 				wantCode:  http.StatusUnauthorized,
-				wantError: "invalid signature",
+				wantError: "missing signature",
 			},
 			{
 				name:      "wrong secret",
 				req:       func() *http.Request { return webhook(connFake, small, "k-wrong", "not-the-secret") },
 				wantCode:  http.StatusUnauthorized,
-				wantError: "invalid signature",
+				wantError: "signature mismatch",
 			},
 			{
 				name: "body altered after signing",
@@ -133,7 +133,7 @@ func TestReceiveRefusals(t *testing.T) {
 					return req
 				},
 				wantCode:  http.StatusUnauthorized,
-				wantError: "invalid signature",
+				wantError: "signature mismatch",
 			},
 			{
 				name:      "connection without secret",

@@ -16,6 +16,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 )
@@ -656,10 +657,13 @@ func (w *Worker) logFinished(ctx context.Context, d store.Delivery) {
 }
 
 // IsPermanent reports whether err fails a delivery without retries: text
-// the database refuses (store.ErrInvalidText) is refused on every retry.
+// the database refuses (store.ErrInvalidText) is refused on every retry,
+// and so is what validation refuses (failure.Invalid: an external ID with
+// a NUL or over 255 bytes, a title with a control character), since the
+// delivery's content is what it judges.
 func IsPermanent(err error) bool {
 	return errors.Is(err, ErrPermanent) || errors.Is(err, connectors.ErrMalformedPayload) ||
-		errors.Is(err, store.ErrInvalidText)
+		errors.Is(err, store.ErrInvalidText) || failure.CodeOf(err) == failure.Invalid
 }
 
 // RetryInterval is the wait before the attempt following attempt number

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
 	"github.com/trackergateway/gateway/internal/store/storetest"
@@ -24,6 +25,7 @@ const (
 	modeIgnore    = "ignore"
 	modeTransient = "transient"  // always fails, retryably
 	modePermanent = "permanent"  // fails with ErrPermanent
+	modeInvalid   = "invalid"    // fails validation (failure.Invalid), as an over-long external ID does
 	modePanicOnce = "panic-once" // panics on the first attempt, then succeeds
 )
 
@@ -101,6 +103,8 @@ func (p *fakeProcessor) Process(ctx context.Context, d store.Delivery, prep Prep
 		return Outcome{}, errors.New("upstream timed out")
 	case modePermanent:
 		return Outcome{}, fmt.Errorf("workspace %q does not exist: %w", "gone", ErrPermanent)
+	case modeInvalid:
+		return Outcome{}, fmt.Errorf("create task: %w", failure.New(failure.Invalid, "external_id is 300 bytes; at most 255 are allowed"))
 	case modePanicOnce:
 		if d.Attempts == 1 {
 			panic("boom")
@@ -199,6 +203,7 @@ func TestWorkerOutcomes(t *testing.T) {
 			body("e-transient", modeTransient),
 			body("e-ok", modeOK),
 			body("", modeIgnore),
+			body("e-invalid", modeInvalid),
 		)
 		startWorker(t, st, proc, clock.Now, WorkerOptions{Concurrency: 2})
 
@@ -217,6 +222,8 @@ func TestWorkerOutcomes(t *testing.T) {
 			{"transient", ids[2], store.DeliveryRetrying, 1, "issue.transient", "upstream timed out", "", false},
 			{"success", ids[3], store.DeliverySucceeded, 1, "issue.ok", "", "task-e-ok", true},
 			{"ignored", ids[4], store.DeliveryIgnored, 1, "issue.ignore", "", "", true},
+			// Validation fails the same way on every attempt: at once.
+			{"invalid", ids[5], store.DeliveryFailed, 1, "issue.invalid", "external_id is 300 bytes", "", true},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -572,6 +579,9 @@ func TestIsPermanent(t *testing.T) {
 		{fmt.Errorf("x: %w", ErrPermanent), true},
 		{fmt.Errorf("parse: %w", connectors.ErrMalformedPayload), true},
 		{fmt.Errorf("insert task: %w", store.ErrInvalidText), true},
+		{fmt.Errorf("create task: %w", failure.New(failure.Invalid, "external_id contains a control character")), true},
+		{fmt.Errorf("create task: %w", failure.New(failure.Conflict, "conflict")), false},
+		{fmt.Errorf("create task: %w", failure.New(failure.Unavailable, "storage unavailable")), false},
 		{fmt.Errorf("insert task: %w", store.ErrUnavailable), false},
 		{errors.New("timeout"), false},
 		{context.DeadlineExceeded, false},
