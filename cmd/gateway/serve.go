@@ -154,8 +154,12 @@ func openStore(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.
 
 func openDialect(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.Store, error) {
 	switch {
-	case strings.HasPrefix(url, "sqlite:"):
-		d, err := sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"))
+	case strings.HasPrefix(url, sqlite.URLScheme):
+		path, err := sqlite.ParseURL(url)
+		if err != nil {
+			return nil, err
+		}
+		d, err := sqlite.Open(ctx, path)
 		if err != nil {
 			return nil, err
 		}

@@ -99,7 +99,7 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	// Checkpoints run in the background (checkpointLoop), never inside a
 	// commit, so they do not stall acknowledgements.
 	q.Add("_pragma", "wal_autocheckpoint(0)")
-	dsn := "file:" + path + "?" + q.Encode()
+	dsn := "file:" + uriPath(path) + "?" + q.Encode()
 	writer, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -113,7 +113,7 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	for _, p := range append(pragmas, "query_only(1)") {
 		rq.Add("_pragma", p)
 	}
-	reader, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	reader, err := sql.Open("sqlite", "file:"+uriPath(path)+"?"+rq.Encode())
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open sqlite reader: %w", err)
@@ -144,10 +144,35 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 		reader.Close()
 		return nil, fmt.Errorf("open sqlite: keep statement journals in memory: %w", err)
 	}
+	if err := checkDurability(ctx, d.wconn); err != nil {
+		d.wconn.Close()
+		writer.Close()
+		reader.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
 	loopCtx, stop := context.WithCancel(context.Background())
 	d.stopCheckpoints, d.checkpointsDone = stop, make(chan struct{})
 	go d.checkpointLoop(loopCtx, cp)
 	return d, nil
+}
+
+// checkDurability refuses a connection that is not in WAL mode with
+// synchronous=FULL: SQLite answers a journal mode it cannot switch to (a
+// file system without shared memory, say) by keeping the old one, without
+// an error, and every acknowledgement relies on both.
+func checkDurability(ctx context.Context, c *sql.Conn) error {
+	var mode string
+	var sync int
+	if err := c.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		return fmt.Errorf("read synchronous: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") || sync != 2 {
+		return fmt.Errorf("journal mode %s with synchronous=%d, want wal with synchronous=2 (FULL)", mode, sync)
+	}
+	return nil
 }
 
 // createPrivate creates an empty database file readable only by its owner,
