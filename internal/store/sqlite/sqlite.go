@@ -33,6 +33,7 @@ import (
 
 // Driver is the SQLite sqlstore.Driver.
 type Driver struct {
+	path   string  // the database file
 	writer *sql.DB // pinned wconn plus one connection for migrations
 	reader *sql.DB
 	wconn  *sql.Conn
@@ -55,6 +56,9 @@ type Driver struct {
 	// uniqueIndexes maps "table(col,col)" to the unique index covering it, so
 	// SQLite's "UNIQUE constraint failed: t.a, t.b" is attributed by name.
 	uniqueIndexes map[string]string
+
+	ownerMu sync.Mutex
+	owner   *os.File // the ownership lock file, once claimed (ClaimOwnership)
 }
 
 // readers is the size of the reader pool: reads run concurrently with the
@@ -124,7 +128,7 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	reader.SetConnMaxIdleTime(0)
-	d := &Driver{writer: writer, reader: reader, subscribers: map[string][]func(){},
+	d := &Driver{path: path, writer: writer, reader: reader, subscribers: map[string][]func(){},
 		wmu: make(chan struct{}, 1), wstmts: map[string]*sql.Stmt{}, closed: make(chan struct{})}
 	if d.wconn, err = writer.Conn(ctx); err != nil {
 		writer.Close()
@@ -665,6 +669,7 @@ func (d *Driver) Close() {
 		d.wconn.Close()
 		d.reader.Close()
 		d.writer.Close()
+		d.releaseOwnership()
 	})
 }
 
