@@ -345,6 +345,10 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
+	fail, err := failpoint(env)
+	if err != nil {
+		return err
+	}
 	started := time.Now()
 	st, sole, err := openOwned(ctx, f.storeFlags, logger)
 	if err != nil {
@@ -391,6 +395,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	api := tasks.NewAPI(svc, coord, projector, st, logger, now)
 	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{MaxInflightBodyBytes: inflight, Metrics: m})
 	applier := ingest.New(lookupConn, ads, coord, svc, st, logger, now)
+	applier.Failpoint = fail
 	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, Lease: f.deliveryLease,
 		Yield: receiver.Busy, Metrics: m})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
