@@ -14,8 +14,6 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
-const deletedIssueExt = "github:github.com:issue:444500041" // fixtures/github/issues.deleted.json
-
 // TestCrashInsideDelete kills the gateway (SIGKILL, from the failpoint
 // right after a delete delivery's first write commits) and restarts it:
 // at the kill the task is gone and its suppression recorded, never one
@@ -60,15 +58,15 @@ func TestCrashInsideDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, taskErr := st.LookupTaskByExternalID(ctx, testWorkspace, deletedIssueExt)
-		_, suppressionErr := st.GetSuppression(ctx, testWorkspace, deletedIssueExt)
+		_, taskErr := st.LookupTaskByExternalID(ctx, testWorkspace, ghIssueID)
+		_, suppressionErr := st.GetSuppression(ctx, testWorkspace, ghIssueID)
 		st.Close()
 		if suppressionErr != nil {
-			t.Fatalf("at the kill: suppression of %s: %v, want it recorded", deletedIssueExt, suppressionErr)
+			t.Fatalf("at the kill: suppression of %s: %v, want it recorded", ghIssueID, suppressionErr)
 		}
 		if !errors.Is(taskErr, store.ErrNotFound) {
 			t.Fatalf("at the kill: the task of %s is still there (%v) beside its suppression: the delete and the suppression were not one step",
-				deletedIssueExt, taskErr)
+				ghIssueID, taskErr)
 		}
 
 		second := startProcess(t, dbURL, cfg, "gateway-2", "--delivery-lease", lease)
