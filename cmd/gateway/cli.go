@@ -22,6 +22,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/postgres"
+	"github.com/trackergateway/gateway/internal/store/sqlite"
 )
 
 func envOr(env Env, key, def string) string {
@@ -202,9 +203,13 @@ func resolveSender(ctx context.Context, f sendFlags, env Env) (provider provider
 	dbURL := redactURL(f.databaseURL)
 	noSecret := fmt.Errorf("no secret for connection %s: set %s or --secret, or --database-url (or GATEWAY_DATABASE_URL) to the database the gateway runs on (%s has none)",
 		f.conn, provider.SecretEnv, dbURL)
-	if path, ok := strings.CutPrefix(f.databaseURL, "sqlite:"); ok {
+	if strings.HasPrefix(f.databaseURL, sqlite.URLScheme) {
+		path, err := sqlite.ParseURL(f.databaseURL)
+		if err != nil {
+			return providers.Provider{}, "", "", err
+		}
 		// Opening would create an empty database where there is none.
-		if _, err := os.Stat(strings.TrimPrefix(path, "//")); err != nil {
+		if _, err := os.Stat(path); err != nil {
 			return providers.Provider{}, "", "", noSecret
 		}
 	}

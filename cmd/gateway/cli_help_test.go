@@ -33,7 +33,7 @@ func TestHelpEverywhere(t *testing.T) {
 		args  []string
 		flags []string
 	}{
-		{[]string{"serve"}, []string{"admin-token", "config", "database-url", "listen", "log-level", "max-inflight-body-bytes", "shutdown-timeout", "workers"}},
+		{[]string{"serve"}, []string{"admin-token", "config", "database-url", "delivery-lease", "listen", "log-level", "max-inflight-body-bytes", "shutdown-timeout", "workers"}},
 		{[]string{"migrate"}, []string{"database-url", "log-level"}},
 		{[]string{"send"}, []string{"admin-token", "config", "connection", "database-url", "delivery", "event", "file", "listen", "secret", "url", "wait", "wait-timeout"}},
 		{[]string{"deliveries"}, nil},

@@ -23,8 +23,9 @@ func crashIssue(t testing.TB, i int) (hook, string) {
 }
 
 // drainTimeout bounds the wait for every delivery to be processed after a
-// restart: deliveries the killed process had claimed wait out their 30s
-// lease, creations it left open wait for the recoverer's 30s grace.
+// restart: on PostgreSQL, deliveries the killed process had claimed wait
+// out their 30s lease, creations it left open wait for the recoverer's 30s
+// grace (a SQLite gateway takes them back at start-up).
 const drainTimeout = 4 * time.Minute
 
 // TestCrashRecovery streams distinct issue-opened deliveries at a gateway

@@ -388,6 +388,13 @@ func startProcess(t *testing.T, dbURL, cfg, name string, extraArgs ...string) *p
 // spawnProcess starts the process without waiting for it to listen.
 func spawnProcess(t *testing.T, dbURL, cfg, name string, extraArgs ...string) *process {
 	t.Helper()
+	return spawnProcessEnv(t, nil, dbURL, cfg, name, extraArgs...)
+}
+
+// spawnProcessEnv is spawnProcess with more environment variables
+// (KEY=VALUE) for the process.
+func spawnProcessEnv(t *testing.T, env []string, dbURL, cfg, name string, extraArgs ...string) *process {
+	t.Helper()
 	bin := gatewayBinary(t)
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
@@ -397,7 +404,7 @@ func spawnProcess(t *testing.T, dbURL, cfg, name string, extraArgs ...string) *p
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--database-url", dbURL, "--config", cfg,
 		"--admin-token", testAdminToken}, extraArgs...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = subprocessEnv()
+	cmd.Env = append(subprocessEnv(), env...)
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

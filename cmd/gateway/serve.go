@@ -59,6 +59,9 @@ type serveFlags struct {
 	workers    int
 	// shutdownTimeout bounds a graceful stop (see serve).
 	shutdownTimeout time.Duration
+	// deliveryLease is how long a worker holds a claimed delivery and its
+	// entity (inbox.WorkerOptions.Lease).
+	deliveryLease time.Duration
 	// maxInflightBodyBytes bounds the webhook body bytes held at once
 	// (a size such as 256MiB; empty: the config's, else the default).
 	maxInflightBodyBytes string
@@ -86,6 +89,7 @@ func parseServe(args []string, env Env, stdout, stderr io.Writer) (serveFlags, e
 	secretFlag(fs, &f.adminToken, "admin-token", envOr(env, "GATEWAY_ADMIN_TOKEN", ""), "admin API `token` (env GATEWAY_ADMIN_TOKEN); generated and printed once when unset", hidden)
 	fs.IntVar(&f.workers, "workers", 4, "claiming goroutines; each processes a claim of up to 16 deliveries (32 on SQLite) concurrently")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long webhooks in flight and deliveries in hand get to finish (env GATEWAY_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&f.deliveryLease, "delivery-lease", inbox.DefaultLease, "how long a worker holds a claimed delivery and its entity: processing is cancelled after it, and a delivery a stopped replica held waits it out (a SQLite gateway takes its predecessor's back at start-up)")
 	fs.StringVar(&f.maxInflightBodyBytes, "max-inflight-body-bytes", envOr(env, "GATEWAY_MAX_INFLIGHT_BODY_BYTES", ""), "bound on the webhook body bytes held in memory at once; over it webhooks get 503 with Retry-After e.g. 256MiB (env GATEWAY_MAX_INFLIGHT_BODY_BYTES, config max_inflight_body_bytes; default 256MiB)")
 	if err := parseFlags(fs, serveUsage, args, stdout, stderr); err != nil {
 		return f, err
@@ -107,6 +111,9 @@ func parseServe(args []string, env Env, stdout, stderr io.Writer) (serveFlags, e
 	}
 	if f.shutdownTimeout <= 0 {
 		return f, errors.New("shutdown timeout (--shutdown-timeout or GATEWAY_SHUTDOWN_TIMEOUT): must be positive")
+	}
+	if f.deliveryLease < time.Second {
+		return f, errors.New("delivery lease (--delivery-lease): must be at least 1s")
 	}
 	// Checked here too, so that a bad value is refused before the listener
 	// and the database are touched; the config file's value comes later.
@@ -154,8 +161,12 @@ func openStore(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.
 
 func openDialect(ctx context.Context, url string, logger *slog.Logger) (*sqlstore.Store, error) {
 	switch {
-	case strings.HasPrefix(url, "sqlite:"):
-		d, err := sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"))
+	case strings.HasPrefix(url, sqlite.URLScheme):
+		path, err := sqlite.ParseURL(url)
+		if err != nil {
+			return nil, err
+		}
+		d, err := sqlite.Open(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -182,6 +193,42 @@ func openMigrated(ctx context.Context, f storeFlags, logger *slog.Logger) (*sqls
 		return nil, postgres.RedactError(err, f.databaseURL)
 	}
 	return st, nil
+}
+
+// openOwned opens the store, claims it for this process where one process
+// can own it (SQLite: store.Store.ClaimSoleOwnership, so a second serve on
+// the file is refused before it touches anything), and applies the
+// migrations; sole reports the ownership.
+func openOwned(ctx context.Context, f storeFlags, logger *slog.Logger) (st *sqlstore.Store, sole bool, err error) {
+	st, err = openStore(ctx, f.databaseURL, logger)
+	if err != nil {
+		return nil, false, err
+	}
+	if sole, err = st.ClaimSoleOwnership(); err != nil {
+		st.Close()
+		return nil, false, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, false, postgres.RedactError(err, f.databaseURL)
+	}
+	return st, sole, nil
+}
+
+// takeBackLeases frees, at the start of a serve that owns its database
+// alone, the leases its predecessor left (a kill -9, a power loss): the
+// deliveries, entities and creations it cut off resume at once instead of
+// after their leases expire.
+func takeBackLeases(ctx context.Context, st store.Store, now time.Time, logger *slog.Logger) error {
+	taken, err := st.TakeBackLeases(ctx, now)
+	if err != nil {
+		return err
+	}
+	if taken != (store.LeasesTakenBack{}) {
+		logger.Info("took back the leases a previous run left", "deliveries", taken.Deliveries, "entities", taken.Entities,
+			"creation_operations", taken.Operations, "creation_steps", taken.Steps)
+	}
+	return nil
 }
 
 func migrate(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) error {
@@ -298,11 +345,21 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	st, err := openMigrated(ctx, f.storeFlags, logger)
+	fail, err := failpoint(env)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	st, sole, err := openOwned(ctx, f.storeFlags, logger)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if sole {
+		if err := takeBackLeases(ctx, st, started, logger); err != nil {
+			return err
+		}
+	}
 	cfg, err := loadConfig(ctx, f.configPath, env, st, stdout)
 	if err != nil {
 		return err
@@ -338,8 +395,15 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	api := tasks.NewAPI(svc, coord, projector, st, logger, now)
 	receiver := inbox.NewReceiverWithOptions(st, ads, lookupConn, logger, now, inbox.ReceiverOptions{MaxInflightBodyBytes: inflight, Metrics: m})
 	applier := ingest.New(lookupConn, ads, coord, svc, st, logger, now)
-	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, Yield: receiver.Busy, Metrics: m})
+	applier.Failpoint = fail
+	worker := inbox.NewWorker(st, applier, logger, now, inbox.WorkerOptions{Concurrency: f.workers, Lease: f.deliveryLease,
+		Yield: receiver.Busy, Metrics: m})
 	recoverer := idempotency.NewRecoverer(coord, st, logger)
+	if sole {
+		// Every creation left open before this start is its dead
+		// predecessor's: nobody else creates with steps in this database.
+		recoverer.AbandonedBefore = started
+	}
 	retain, err := cfg.Retention.Policy()
 	if err != nil {
 		return err

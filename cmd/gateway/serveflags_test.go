@@ -24,6 +24,8 @@ func TestServeRefusesBadFlags(t *testing.T) {
 		{"short admin token env", nil, map[string]string{"GATEWAY_ADMIN_TOKEN": "short"},
 			"admin token (--admin-token or GATEWAY_ADMIN_TOKEN): must be at least 16 characters"},
 		{"zero shutdown timeout", []string{"--shutdown-timeout", "0s"}, nil, "shutdown timeout (--shutdown-timeout or GATEWAY_SHUTDOWN_TIMEOUT): must be positive"},
+		{"sub-second delivery lease", []string{"--delivery-lease", "500ms"}, nil, "delivery lease (--delivery-lease): must be at least 1s"},
+		{"unknown failpoint", nil, map[string]string{failpointEnv: "nowhere"}, `GATEWAY_TEST_FAILPOINT: unknown failpoint "nowhere"`},
 		{"malformed shutdown timeout env", nil, map[string]string{"GATEWAY_SHUTDOWN_TIMEOUT": "soon"}, `GATEWAY_SHUTDOWN_TIMEOUT: time: invalid duration "soon"`},
 		{"malformed in-flight bound", []string{"--max-inflight-body-bytes", "lots"}, nil, `max-inflight-body-bytes: "lots" is not a size`},
 		{"zero in-flight bound env", nil, map[string]string{"GATEWAY_MAX_INFLIGHT_BODY_BYTES": "0"}, `max-inflight-body-bytes: "0": must be positive`},

@@ -14,8 +14,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/trackergateway/gateway/internal/store/sqlite"
 )
 
 // diskStall is the sync time over which the probe counts a stall.
@@ -41,7 +42,7 @@ func (r diskResult) String() string {
 // diskDir is where the probe writes: beside a SQLite database, else in the
 // temporary directory (a PostgreSQL server's data directory is its own).
 func diskDir(dbURL string) string {
-	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
+	if path, err := sqlite.ParseURL(dbURL); err == nil {
 		return filepath.Dir(path)
 	}
 	return os.TempDir()

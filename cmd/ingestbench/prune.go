@@ -88,7 +88,12 @@ func (r pruneResult) String() string {
 
 func openBenchStore(ctx context.Context, url string) *sqlstore.Store {
 	var s *sqlstore.Store
-	if path, ok := strings.CutPrefix(url, "sqlite:"); ok {
+	if strings.HasPrefix(url, sqlite.URLScheme) {
+		path, err := sqlite.ParseURL(url)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "open sqlite:", err)
+			os.Exit(1)
+		}
 		d, err := sqlite.Open(ctx, path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "open sqlite:", err)

@@ -198,6 +198,40 @@ func TestRecoveryLeavesInFlightCreatesAlone(t *testing.T) {
 	})
 }
 
+// A gateway that owns its database alone (SQLite) takes back its dead
+// predecessor's leases at start-up and recovers the creations it left
+// without waiting out the grace or the leases: a step cut off while
+// running, the caller's lease on the operation.
+func TestRecoveryTakesAbandonedCreationsAtOnce(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		clock := newTestClock()
+		crashed := New(st, discardLogger(), clock.Now)
+		crashed.Failpoint = crashAt(FailAfterStepClaim)
+		if _, err := crashed.Create(ctx, createRequest("ext-1", contribution("101"))); !errors.Is(err, errCrash) {
+			t.Fatalf("Create = %v, want the simulated crash", err)
+		}
+		op := onlyOperation(t, st)
+
+		// The next owner starts a second later, well within the grace and
+		// the leases.
+		clock.Advance(time.Second)
+		start := clock.Now()
+		if _, err := st.TakeBackLeases(ctx, start); err != nil {
+			t.Fatalf("take back leases: %v", err)
+		}
+		c := New(st, discardLogger(), clock.Now)
+		r := NewRecoverer(c, st, discardLogger())
+		r.AbandonedBefore = start
+		clock.Advance(time.Millisecond)
+		if n, err := r.RunOnce(ctx); err != nil || n != 1 {
+			t.Fatalf("RunOnce = %d, %v; want 1, nil", n, err)
+		}
+		assertCompleted(t, st, op.ID, "ext-1", 1)
+	})
+}
+
 // An abort path without a crash: the step's contribution already belongs to
 // another task's operation, so the step fails permanently and the create
 // aborts cleanly, leaving the other task's association alone.

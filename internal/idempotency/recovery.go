@@ -239,6 +239,11 @@ type Recoverer struct {
 	// it, so in-flight creates are left to their callers.
 	Grace    time.Duration
 	Interval time.Duration
+	// AbandonedBefore, when set, is an instant before which every open
+	// operation was left by a process that is gone (a gateway that owns
+	// its database alone sets its start): those are recovered without
+	// waiting out Grace.
+	AbandonedBefore time.Time
 }
 
 // NewRecoverer returns a recovery runtime.
@@ -252,7 +257,11 @@ func NewRecoverer(coord *Coordinator, st store.Store, logger *slog.Logger) *Reco
 // settled.
 func (r *Recoverer) RunOnce(ctx context.Context) (int, error) {
 	now := r.coord.now()
-	ops, err := r.st.ListOpenOperations(ctx, now.Add(-r.Grace), now, 100)
+	idleBefore := now.Add(-r.Grace)
+	if r.AbandonedBefore.After(idleBefore) {
+		idleBefore = r.AbandonedBefore
+	}
+	ops, err := r.st.ListOpenOperations(ctx, idleBefore, now, 100)
 	if err != nil {
 		return 0, fmt.Errorf("list open operations: %w", err)
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
-	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/store"
@@ -38,7 +37,9 @@ type Coordinator interface {
 // TaskService is what ingest needs of the task service.
 type TaskService interface {
 	Update(ctx context.Context, id string, p tasks.Patch, visible func(string) bool) (store.Task, error)
-	Delete(ctx context.Context, id string, reason tasks.DeleteReason, visible func(string) bool) (store.Task, error)
+	// DeleteAtSource records the suppression of externalID and deletes
+	// the task taskID ("" for none) in one transaction.
+	DeleteAtSource(ctx context.Context, workspaceID, externalID, taskID string) (store.Task, bool, error)
 }
 
 // Reader is the store reads and small idempotent writes ingest needs.
@@ -69,6 +70,28 @@ type Applier struct {
 	st       Reader
 	logger   *slog.Logger
 	now      func() time.Time
+
+	// Failpoint, when set, is called at the named points of processing
+	// (FailAfterDelete); an error it returns ends the delivery's attempt
+	// there. Crash tests use it to stop the process at a boundary.
+	Failpoint func(name string) error
+}
+
+// Failpoints of processing (Applier.Failpoint).
+const (
+	// FailAfterDelete is reached once a delete delivery's first write has
+	// committed.
+	FailAfterDelete = "ingest.after_delete"
+)
+
+func (a *Applier) failpoint(name string) error {
+	if a.Failpoint == nil {
+		return nil
+	}
+	if err := a.Failpoint(name); err != nil {
+		return fmt.Errorf("failpoint %s: %w", name, err)
+	}
+	return nil
 }
 
 // New returns an Applier.
@@ -165,7 +188,7 @@ func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox
 		if err != nil {
 			return out, err
 		}
-		if found.Suppressed {
+		if found.Suppressed && !unfinishedDelete(ev, e.ext, found) {
 			out.Status, out.Result = store.DeliverySuppressed, "the gateway deleted this entity's task; cleared suppressions re-enable it"
 			return out, nil
 		}
@@ -197,6 +220,16 @@ func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox
 		}
 	}
 	return out, nil
+}
+
+// unfinishedDelete says whether a delete of ext that finds it suppressed
+// must go on: a task still holds ext (or an alias of it does). Earlier
+// builds recorded a delete's suppression and deleted its task in two
+// transactions, and a crash, a timeout or an error between them left the
+// task alive behind the suppression for good; the delete's retry, a
+// redelivery or a replay finishes it.
+func unfinishedDelete(ev connectors.Event, ext string, e store.SourceEntity) bool {
+	return ev.Action == connectors.ActionDelete && ext == ev.ExternalID && (e.Task != nil || e.AliasTaskID != "")
 }
 
 // installation records a GitHub App installation's change. No task
@@ -433,26 +466,30 @@ func (a *Applier) update(ctx context.Context, conn config.Connection, ev connect
 	return out, nil
 }
 
+// deleteEntity deletes the entity's task, if it has one, and records the
+// suppression of the delivered external ID (an alias after a transfer, as
+// well as a task's own) in the same transaction (tasks.DeleteAtSource): a
+// delete that arrives before its create must suppress the create.
 func (a *Applier) deleteEntity(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, found bool, out inbox.Outcome) (inbox.Outcome, error) {
-	now := a.now()
-	// Record first: a delete arriving before its create must suppress it.
-	if err := tasks.Suppress(ctx, a.st, conn.Workspace, task.ID, tasks.DeletedAtSource, now, ev.ExternalID); err != nil {
-		return out, err
-	}
 	out.Action = "delete"
 	if !found {
-		out.Result = "no task; suppression recorded"
-		return out, nil
+		task = store.Task{}
 	}
-	out.TaskID = task.ID
-	if _, err := a.tasks.Delete(ctx, task.ID, tasks.DeletedAtSource, nil); err != nil {
-		if failure.CodeOf(err) == failure.NotFound {
-			out.Result = "task already deleted; suppression recorded"
-			return out, nil
-		}
+	_, deleted, err := a.tasks.DeleteAtSource(ctx, conn.Workspace, ev.ExternalID, task.ID)
+	if err != nil {
 		return out, fmt.Errorf("delete task: %w", err)
 	}
-	out.Result = "task deleted; suppression recorded"
+	if err := a.failpoint(FailAfterDelete); err != nil {
+		return out, err
+	}
+	switch {
+	case !found:
+		out.Result = "no task; suppression recorded"
+	case !deleted:
+		out.TaskID, out.Result = task.ID, "task already deleted; suppression recorded"
+	default:
+		out.TaskID, out.Result = task.ID, "task deleted; suppression recorded"
+	}
 	return out, nil
 }
 

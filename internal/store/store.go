@@ -48,6 +48,9 @@ var (
 	// character). Input is checked before it reaches SQL; this is the
 	// backstop for anything that slips through.
 	ErrInvalidText = errors.New("invalid text")
+	// ErrDatabaseInUse: another process owns the database
+	// (Store.ClaimSoleOwnership).
+	ErrDatabaseInUse = errors.New("database in use by another gateway serve")
 )
 
 // Dialect names.
@@ -77,7 +80,28 @@ type Store interface {
 	// or ctx ends.
 	WaitForNotification(ctx context.Context, channel string) error
 	Notify(ctx context.Context, channel string) error
+	// ClaimSoleOwnership makes this process the only one that works the
+	// database (claims deliveries, holds entity and creation leases), for
+	// as long as the store is open, where one process can own it: SQLite,
+	// through an exclusive lock on the file <path>.lock. sole is false
+	// where it cannot (PostgreSQL, whose replicas share the database, or a
+	// platform without the lock); ErrDatabaseInUse when another process
+	// owns it.
+	ClaimSoleOwnership() (sole bool, err error)
+	// TakeBackLeases ends, as of now, every lease a process left in the
+	// database, as if each had expired: processing deliveries become due,
+	// entity leases free, creation operations and running steps open to
+	// recovery. Only the sole owner may call it (after ClaimSoleOwnership),
+	// once, before it starts working: the leases are then its dead
+	// predecessor's, and waiting for them to expire would only delay what
+	// was cut off.
+	TakeBackLeases(ctx context.Context, now time.Time) (LeasesTakenBack, error)
 	Close()
+}
+
+// LeasesTakenBack counts what TakeBackLeases ended.
+type LeasesTakenBack struct {
+	Deliveries, Entities, Operations, Steps int64
 }
 
 // Queries is every statement of the contract.

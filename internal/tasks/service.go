@@ -295,8 +295,8 @@ type SuppressionWriter interface {
 // delete delivered before its create). Every suppression a delete leaves
 // is written here.
 func Suppress(ctx context.Context, w SuppressionWriter, workspaceID, taskID string, reason DeleteReason, at time.Time, externalIDs ...string) error {
-	for _, ext := range externalIDs {
-		if ext == "" {
+	for i, ext := range externalIDs {
+		if ext == "" || slices.Contains(externalIDs[:i], ext) {
 			continue
 		}
 		if err := w.UpsertSuppression(ctx, store.Suppression{WorkspaceID: workspaceID, ExternalID: ext,
@@ -317,44 +317,92 @@ func (s *Service) Delete(ctx context.Context, id string, reason DeleteReason, vi
 	}
 	var out store.Task
 	err := s.st.InTx(ctx, func(tx store.Queries) error {
-		t, err := tx.LockTask(ctx, id)
-		if err != nil {
-			return notFound(err)
-		}
-		if visible != nil && !visible(t.WorkspaceID) {
-			return errTaskNotFound
-		}
-		if t.CreationState != store.CreationComplete {
-			return failure.New(failure.Conflict, "task is still being created")
-		}
-		now := s.now()
-		if t.OwnerConnection != "" {
-			aliases, err := tx.ListAliases(ctx, t.ID)
-			if err != nil {
-				return err
-			}
-			if err := Suppress(ctx, tx, t.WorkspaceID, t.ID, reason, now, append([]string{t.ExternalID}, aliases...)...); err != nil {
-				return err
-			}
-		}
-		if err := tx.DeleteAssociationsForTask(ctx, t.ID); err != nil {
-			return err
-		}
-		if err := tx.DeleteTask(ctx, t.ID); err != nil {
-			return err
-		}
-		t.Revision++
-		if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: t.WorkspaceID, TaskID: t.ID, Revision: t.Revision,
-			Type: store.EventTaskDeleted, Payload: taskrules.EventPayload(t), CreatedAt: now}); err != nil {
-			return err
-		}
+		t, err := s.deleteTask(ctx, tx, id, reason, visible, s.now())
 		out = t
-		return nil
+		return err
 	})
 	if err != nil {
 		return store.Task{}, fmt.Errorf("delete task: %w", err)
 	}
 	return out, nil
+}
+
+// DeleteAtSource applies a provider's delete of the entity externalID
+// names in workspaceID: one transaction records the suppression of
+// externalID (the ID the delivery named, which may be an alias of the
+// task) and, when taskID names a task of the workspace, deletes it as
+// Delete does, with the suppressions of its own external ID and aliases.
+// The suppression and the delete are never written apart: a crash or an
+// error between two transactions would leave the task alive behind a
+// suppression that turns every later delivery for the entity away. A
+// taskID of "" or of a task already gone records the suppression alone;
+// deleted reports whether a task was deleted.
+func (s *Service) DeleteAtSource(ctx context.Context, workspaceID, externalID, taskID string) (t store.Task, deleted bool, err error) {
+	if taskID != "" && !httpapi.ValidText(taskID) {
+		taskID = ""
+	}
+	inWorkspace := func(ws string) bool { return ws == workspaceID }
+	err = s.st.InTx(ctx, func(tx store.Queries) error {
+		// Set, not accumulated: a shared commit may run this again.
+		t, deleted = store.Task{}, false
+		now := s.now()
+		if taskID != "" {
+			gone, err := s.deleteTask(ctx, tx, taskID, DeletedAtSource, inWorkspace, now, externalID)
+			switch {
+			case err == nil:
+				t, deleted = gone, true
+				return nil
+			case failure.CodeOf(err) != failure.NotFound:
+				return err
+			}
+		}
+		return Suppress(ctx, tx, workspaceID, taskID, DeletedAtSource, now, externalID)
+	})
+	if err != nil {
+		return store.Task{}, false, fmt.Errorf("delete task at source: %w", err)
+	}
+	return t, deleted, nil
+}
+
+// deleteTask deletes the task id in tx: it records the suppressions of
+// also and, for a connector-owned task, of its external ID and aliases,
+// removes its associations, deletes it and appends task.deleted. A task
+// not found (or not visible) is errTaskNotFound, and nothing is written.
+func (s *Service) deleteTask(ctx context.Context, tx store.Queries, id string, reason DeleteReason, visible func(workspaceID string) bool,
+	now time.Time, also ...string) (store.Task, error) {
+	t, err := tx.LockTask(ctx, id)
+	if err != nil {
+		return store.Task{}, notFound(err)
+	}
+	if visible != nil && !visible(t.WorkspaceID) {
+		return store.Task{}, errTaskNotFound
+	}
+	if t.CreationState != store.CreationComplete {
+		return store.Task{}, failure.New(failure.Conflict, "task is still being created")
+	}
+	suppress := also
+	if t.OwnerConnection != "" {
+		aliases, err := tx.ListAliases(ctx, t.ID)
+		if err != nil {
+			return store.Task{}, err
+		}
+		suppress = append(append(append([]string(nil), also...), t.ExternalID), aliases...)
+	}
+	if err := Suppress(ctx, tx, t.WorkspaceID, t.ID, reason, now, suppress...); err != nil {
+		return store.Task{}, err
+	}
+	if err := tx.DeleteAssociationsForTask(ctx, t.ID); err != nil {
+		return store.Task{}, err
+	}
+	if err := tx.DeleteTask(ctx, t.ID); err != nil {
+		return store.Task{}, err
+	}
+	t.Revision++
+	if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: t.WorkspaceID, TaskID: t.ID, Revision: t.Revision,
+		Type: store.EventTaskDeleted, Payload: taskrules.EventPayload(t), CreatedAt: now}); err != nil {
+		return store.Task{}, err
+	}
+	return t, nil
 }
 
 // ListPage lists completed tasks of a workspace.

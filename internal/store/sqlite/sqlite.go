@@ -33,6 +33,7 @@ import (
 
 // Driver is the SQLite sqlstore.Driver.
 type Driver struct {
+	path   string  // the database file
 	writer *sql.DB // pinned wconn plus one connection for migrations
 	reader *sql.DB
 	wconn  *sql.Conn
@@ -55,6 +56,9 @@ type Driver struct {
 	// uniqueIndexes maps "table(col,col)" to the unique index covering it, so
 	// SQLite's "UNIQUE constraint failed: t.a, t.b" is attributed by name.
 	uniqueIndexes map[string]string
+
+	ownerMu sync.Mutex
+	owner   *os.File // the ownership lock file, once claimed (ClaimOwnership)
 }
 
 // readers is the size of the reader pool: reads run concurrently with the
@@ -99,7 +103,7 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	// Checkpoints run in the background (checkpointLoop), never inside a
 	// commit, so they do not stall acknowledgements.
 	q.Add("_pragma", "wal_autocheckpoint(0)")
-	dsn := "file:" + path + "?" + q.Encode()
+	dsn := "file:" + uriPath(path) + "?" + q.Encode()
 	writer, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -113,7 +117,7 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	for _, p := range append(pragmas, "query_only(1)") {
 		rq.Add("_pragma", p)
 	}
-	reader, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
+	reader, err := sql.Open("sqlite", "file:"+uriPath(path)+"?"+rq.Encode())
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open sqlite reader: %w", err)
@@ -124,7 +128,7 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	reader.SetConnMaxIdleTime(0)
-	d := &Driver{writer: writer, reader: reader, subscribers: map[string][]func(){},
+	d := &Driver{path: path, writer: writer, reader: reader, subscribers: map[string][]func(){},
 		wmu: make(chan struct{}, 1), wstmts: map[string]*sql.Stmt{}, closed: make(chan struct{})}
 	if d.wconn, err = writer.Conn(ctx); err != nil {
 		writer.Close()
@@ -144,10 +148,35 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 		reader.Close()
 		return nil, fmt.Errorf("open sqlite: keep statement journals in memory: %w", err)
 	}
+	if err := checkDurability(ctx, d.wconn); err != nil {
+		d.wconn.Close()
+		writer.Close()
+		reader.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
 	loopCtx, stop := context.WithCancel(context.Background())
 	d.stopCheckpoints, d.checkpointsDone = stop, make(chan struct{})
 	go d.checkpointLoop(loopCtx, cp)
 	return d, nil
+}
+
+// checkDurability refuses a connection that is not in WAL mode with
+// synchronous=FULL: SQLite answers a journal mode it cannot switch to (a
+// file system without shared memory, say) by keeping the old one, without
+// an error, and every acknowledgement relies on both.
+func checkDurability(ctx context.Context, c *sql.Conn) error {
+	var mode string
+	var sync int
+	if err := c.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		return fmt.Errorf("read synchronous: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") || sync != 2 {
+		return fmt.Errorf("journal mode %s with synchronous=%d, want wal with synchronous=2 (FULL)", mode, sync)
+	}
+	return nil
 }
 
 // createPrivate creates an empty database file readable only by its owner,
@@ -640,6 +669,7 @@ func (d *Driver) Close() {
 		d.wconn.Close()
 		d.reader.Close()
 		d.writer.Close()
+		d.releaseOwnership()
 	})
 }
 

@@ -34,6 +34,7 @@ var areas = []struct {
 	{"inbox", deliveryTests},
 	{"inbox statistics", deliveryStatsTests},
 	{"entity leases", leaseTests},
+	{"ownership and lease take-back", ownershipTests},
 	{"suppressions and aliases", suppressionTests},
 	{"migrations and transactions", storeTests},
 	{"probe", probeTests},

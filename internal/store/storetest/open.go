@@ -105,27 +105,34 @@ func NewSchema(t testing.TB, url string) string {
 	exec(t, url, `CREATE SCHEMA `+pgx.Identifier{name}.Sanitize())
 	t.Cleanup(func() {
 		// A schema left behind harms no other test: log, do not fail.
-		if err := execWithin(url, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`, databaseLimits.deadline); err != nil {
+		if err := execWithin(url, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`, databaseDeadline); err != nil {
 			t.Logf("schema %s left behind: %v", name, err)
 		}
 	})
 	return name
 }
 
-// limits bound creating and dropping a database: the deadline of one
-// attempt, and how many attempts.
+// limits bound creating or dropping a database: one deadline per attempt,
+// as many attempts as deadlines.
 type limits struct {
-	deadline time.Duration
-	attempts int
+	deadlines []time.Duration
 }
 
-// databaseLimits are generous because CREATE and DROP DATABASE wait on the
-// whole server, not on the test: DROP DATABASE (PostgreSQL 15) makes the
+// deadline is the deadline of attempt (from 1).
+func (l limits) deadline(attempt int) time.Duration { return l.deadlines[attempt-1] }
+
+func (l limits) attempts() int { return len(l.deadlines) }
+
+// databaseDeadline is generous because CREATE and DROP DATABASE wait on
+// the whole server, not on the test: DROP DATABASE (PostgreSQL 15) makes the
 // checkpointer write and fsync every dirty buffer of every database, behind
 // any checkpoint already under way, and CREATE DATABASE copies its template
 // through the same busy disk. With many tests writing at once that takes
 // longer than a query's 30 seconds.
-var databaseLimits = limits{deadline: 2 * time.Minute, attempts: 3}
+const databaseDeadline = 2 * time.Minute
+
+// databaseLimits: three attempts, each with databaseDeadline.
+var databaseLimits = limits{deadlines: []time.Duration{databaseDeadline, databaseDeadline, databaseDeadline}}
 
 // databasePrefix starts the name of every database NewDatabase creates:
 // gw_test_<unix seconds>_<pid>_<sequence>, so that the sweeper can tell how
@@ -152,25 +159,29 @@ func NewDatabase(t testing.TB, url, options string) string {
 			t.Logf("sweep test databases: %v", err)
 		}
 	})
-	return newDatabase(t, url, options, databaseLimits)
+	return newDatabase(t, url, options, databaseLimits, databaseLimits)
 }
 
-func newDatabase(t testing.TB, url, options string, lim limits) string {
+// newDatabase creates the database within create's limits, and drops it at
+// cleanup within drop's.
+func newDatabase(t testing.TB, url, options string, create, drop limits) string {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("parse url: %v", err)
+		return ""
 	}
 	for attempt := 1; ; attempt++ {
 		name := fmt.Sprintf("%s%d_%d_%d", databasePrefix, time.Now().Unix(), os.Getpid(), schemaSeq.Add(1))
 		// An attempt cut off by its deadline may have left the database.
-		t.Cleanup(func() { dropTestDatabase(t, url, name, lim) })
-		err := execWithin(url, `CREATE DATABASE `+name+` `+options, lim.deadline)
+		t.Cleanup(func() { dropTestDatabase(t, url, name, drop) })
+		err := execWithin(url, `CREATE DATABASE `+name+` `+options, create.deadline(attempt))
 		if err == nil {
 			return strings.Replace(url, "/"+cfg.Database+"?", "/"+name+"?", 1)
 		}
-		if attempt == lim.attempts {
+		if attempt == create.attempts() {
 			t.Fatalf("create database (%d attempts): %v", attempt, err)
+			return ""
 		}
 		t.Logf("create database %s, attempt %d: %v; trying again", name, attempt, err)
 	}
@@ -181,11 +192,11 @@ func newDatabase(t testing.TB, url, options string, lim limits) string {
 // could not drop rather than failing the test.
 func dropTestDatabase(t testing.TB, url, name string, lim limits) {
 	for attempt := 1; ; attempt++ {
-		err := execWithin(url, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`, lim.deadline)
+		err := execWithin(url, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`, lim.deadline(attempt))
 		switch {
 		case err == nil:
 			return
-		case attempt == lim.attempts:
+		case attempt == lim.attempts():
 			t.Logf("database %s left for the sweeper: drop failed %d times: %v", name, attempt, err)
 			return
 		}
@@ -204,7 +215,7 @@ func isStale(name string, invalid bool, now time.Time) bool {
 // sweepDatabases drops the test databases (by their prefix) that stale
 // selects, and returns what it could not do.
 func sweepDatabases(url string, stale func(name string, invalid bool) bool) []error {
-	ctx, cancel := context.WithTimeout(context.Background(), databaseLimits.deadline)
+	ctx, cancel := context.WithTimeout(context.Background(), databaseDeadline)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
