@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/tasks"
@@ -96,7 +97,10 @@ func addTool[In, Out any](s *mcp.Server, t toolset, tool *mcp.Tool, fn func(ctx 
 		var out Out
 		err := httpapi.CheckJSONText(req.Params.Arguments)
 		if err == nil {
-			out, err = fn(httpapi.WithPrincipal(ctx, t.caller), in)
+			// The task events a tool's work makes name the agent tools
+			// as their cause.
+			ctx := events.WithCause(httpapi.WithPrincipal(ctx, t.caller), events.Cause{Actor: events.ActorMCP})
+			out, err = fn(ctx, in)
 		}
 		if err != nil {
 			_, message := httpapi.Describe(ctx, t.logger, err, "mcp_tool", tool.Name, "principal", t.caller.Name)
