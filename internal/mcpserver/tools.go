@@ -46,6 +46,14 @@ type listTasksInput struct {
 	IncludeArchived bool   `json:"include_archived,omitempty" jsonschema:"Also list archived tasks."`
 }
 
+type listTaskEventsInput struct {
+	WorkspaceID string `json:"workspace_id,omitempty" jsonschema:"Required. The workspace whose events to list."`
+	After       string `json:"after,omitempty" jsonschema:"Only events after this one: an event id, or the next_cursor of the previous page. Empty: from the oldest event kept."`
+	Type        string `json:"type,omitempty" jsonschema:"Only events of these types, a comma list: task.created, task.updated, task.archived, task.unarchived, task.deleted, task.contribution_linked, task.contribution_updated, task.contribution_unlinked."`
+	Limit       int    `json:"limit,omitempty" jsonschema:"Page size, 1 to 1000; default 100."`
+	Wait        string `json:"wait,omitempty" jsonschema:"When nothing newer exists, wait this long for an event to happen (10s, or a number of seconds; at most 30s). Default: answer at once."`
+}
+
 type updateTaskInput struct {
 	TaskID string `json:"task_id,omitempty" jsonschema:"Required. The task's id (the UUID in the id field of a task, not its identifier such as TASK-12)."`
 	taskPatch
@@ -162,6 +170,24 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 			query.Set("include_archived", "true")
 		}
 		return t.tasks.List(ctx, t.caller, in.WorkspaceID, query)
+	})
+
+	addTool(s, t, &mcp.Tool{
+		Name: "list_task_events",
+		Description: "List what happened to a workspace's tasks, oldest first: each event has an id, a type " +
+			"(task.created, task.updated, task.archived, task.unarchived, task.deleted, " +
+			"task.contribution_linked, task.contribution_updated, task.contribution_unlinked), a timestamp and " +
+			"data: the task at that revision, the fields that changed, the pull or merge request of a " +
+			"contribution event, and the cause (a tracker's delivery, or the API, the agent tools or an " +
+			"operator). Pass next_cursor back as after to read on; it is always present.",
+		Annotations: &mcp.ToolAnnotations{Title: "List task events", ReadOnlyHint: true, OpenWorldHint: new(false)},
+	}, func(ctx context.Context, in listTaskEventsInput) (events.Page, error) {
+		query := url.Values{}
+		setNonEmpty(query, "after", in.After)
+		setNonEmpty(query, "type", in.Type)
+		setNonZero(query, "limit", in.Limit)
+		setNonEmpty(query, "wait", in.Wait)
+		return t.events.List(ctx, t.caller, in.WorkspaceID, query)
 	})
 
 	addTool(s, t, &mcp.Tool{

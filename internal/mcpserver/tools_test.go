@@ -29,7 +29,7 @@ import (
 )
 
 var (
-	taskTools  = []string{"create_task", "get_task_by_external_id", "list_tasks", "release_external_id", "update_task"}
+	taskTools  = []string{"create_task", "get_task_by_external_id", "list_task_events", "list_tasks", "release_external_id", "update_task"}
 	adminTools = append(slices.Clone(taskTools), "list_deliveries", "replay_deliveries")
 )
 
@@ -403,7 +403,7 @@ func (failingTasks) Update(context.Context, httpapi.Principal, string, func() ([
 func TestInternalErrorsAreGenericAndLogged(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
-	gw := mcpserver.New(failingTasks{}, nil, slog.New(slog.NewJSONHandler(&logs, nil)), "test")
+	gw := mcpserver.New(failingTasks{}, nil, nil, slog.New(slog.NewJSONHandler(&logs, nil)), "test")
 	cs := mcptest.ConnectInMemory(t, gw.Server(wsBot))
 	if got := mcptest.ErrorText(t, "create_task", mcptest.Call(t, cs, "create_task", createArgs("ws", "T", "ext-1"))); got != "internal error" {
 		t.Errorf("tool error = %q, want the REST API's generic \"internal error\"", got)

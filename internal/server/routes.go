@@ -40,6 +40,8 @@ type Deps struct {
 	Console       *console.Console
 	// MCP serves the agent tools over streamable HTTP.
 	MCP *mcpserver.Gateway
+	// Events serves the task events feed.
+	Events *events.Feed
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
 	// Logger is where the admin requirement writes its errors.
@@ -97,6 +99,7 @@ func table(d Deps) []route {
 		{GET, "/api/v1/workspaces/{id}/tasks", token, d.Tasks.ListTasks},
 		{GET, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.LookupTask},
 		{DELETE, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.ReleaseExternalID},
+		{GET, "/api/v1/workspaces/{id}/events", token, d.Events.ListEvents},
 
 		// Operators.
 		{GET, "/api/v1/deliveries", admin, d.Deliveries.ListDeliveries},
