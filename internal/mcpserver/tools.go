@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -52,6 +54,34 @@ type listTaskEventsInput struct {
 	Type        string `json:"type,omitempty" jsonschema:"Only events of these types, a comma list: task.created, task.updated, task.archived, task.unarchived, task.deleted, task.contribution_linked, task.contribution_updated, task.contribution_unlinked."`
 	Limit       int    `json:"limit,omitempty" jsonschema:"Page size, 1 to 1000; default 100."`
 	Wait        string `json:"wait,omitempty" jsonschema:"When nothing newer exists, wait this long for an event to happen (10s, or a number of seconds; at most 30s). Default: answer at once."`
+}
+
+// eventPage is the feed's page (events.Page) as the tool answers it: the
+// same JSON, with each event's data decoded, so the output schema the SDK
+// infers from this type says data is an object.
+type eventPage struct {
+	Events     []event `json:"events"`
+	NextCursor string  `json:"next_cursor"`
+}
+
+type event struct {
+	ID          string         `json:"id"`
+	Type        string         `json:"type"`
+	Timestamp   time.Time      `json:"timestamp"`
+	WorkspaceID string         `json:"workspace_id"`
+	Data        map[string]any `json:"data"`
+}
+
+func toEventPage(p events.Page) (eventPage, error) {
+	out := eventPage{Events: make([]event, 0, len(p.Events)), NextCursor: p.NextCursor}
+	for _, e := range p.Events {
+		ev := event{ID: e.ID, Type: e.Type, Timestamp: e.Timestamp, WorkspaceID: e.WorkspaceID}
+		if err := json.Unmarshal(e.Data, &ev.Data); err != nil {
+			return eventPage{}, fmt.Errorf("event %s: %w", e.ID, err)
+		}
+		out.Events = append(out.Events, ev)
+	}
+	return out, nil
 }
 
 type updateTaskInput struct {
@@ -181,13 +211,17 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 			"contribution event, and the cause (a tracker's delivery, or the API, the agent tools or an " +
 			"operator). Pass next_cursor back as after to read on; it is always present.",
 		Annotations: &mcp.ToolAnnotations{Title: "List task events", ReadOnlyHint: true, OpenWorldHint: new(false)},
-	}, func(ctx context.Context, in listTaskEventsInput) (events.Page, error) {
+	}, func(ctx context.Context, in listTaskEventsInput) (eventPage, error) {
 		query := url.Values{}
 		setNonEmpty(query, "after", in.After)
 		setNonEmpty(query, "type", in.Type)
 		setNonZero(query, "limit", in.Limit)
 		setNonEmpty(query, "wait", in.Wait)
-		return t.events.List(ctx, t.caller, in.WorkspaceID, query)
+		page, err := t.events.List(ctx, t.caller, in.WorkspaceID, query)
+		if err != nil {
+			return eventPage{}, err
+		}
+		return toEventPage(page)
 	})
 
 	addTool(s, t, &mcp.Tool{
