@@ -201,12 +201,6 @@ func sameSource(a, b *Source) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
-// Payload is the JSON of d, as the outbox row stores it.
-func (d Data) Payload() (string, error) {
-	b, err := json.Marshal(d)
-	return string(b), err
-}
-
 // Append appends the event typ of task t at its revision (t.Revision, which
 // the caller has just written) to the outbox in tx, with changes and
 // contribution (nil when none) and cause. It is the last write of its
@@ -237,9 +231,10 @@ func CreatedPayload(t store.Task, cause Cause) (before, after string, err error)
 		return "", "", fmt.Errorf("task event: %w", err)
 	}
 	const key = `"identifier":"`
-	before, after, ok := strings.Cut(payload, key+`"`)
-	if !ok {
+	i := strings.Index(payload, key+`"`)
+	if i < 0 {
 		return "", "", fmt.Errorf("task event: no identifier in %q", payload)
 	}
-	return before + key, `"` + after, nil
+	// Both halves share the payload's bytes.
+	return payload[:i+len(key)], payload[i+len(key):], nil
 }
