@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -80,7 +81,11 @@ func mcpStdio(ctx context.Context, args []string, env Env, stdout, stderr io.Wri
 	}
 	now := time.Now
 	api := tasks.NewAPI(tasks.NewService(st, logger, now), idempotency.New(st, logger, now), nil, st, logger, now)
-	tools := mcpserver.New(api, inbox.NewOperators(st, logger, now), logger, moduleVersion())
+	// Events another process commits reach list_task_events's wait by
+	// notification on PostgreSQL; on SQLite, by its polling.
+	feed := events.NewFeed(st, logger)
+	go feed.Run(ctx)
+	tools := mcpserver.New(api, inbox.NewOperators(st, logger, now), feed, logger, moduleVersion())
 	logger.Info("mcp serving on stdio", "dialect", st.Dialect())
 	return tools.Server(stdioPrincipal).Run(ctx, &mcp.StdioTransport{})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/console"
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -414,6 +415,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	missed.Metrics = m
 	missed.Apps = apps
 
+	feed := events.NewFeed(st, logger)
 	deliveries := inbox.NewOperators(st, logger, now)
 	suppressions := ingest.NewSuppressions(st, logger)
 	installations := ingest.NewInstallations(st, lookupConn, logger)
@@ -432,7 +434,8 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Recovery:      recovery.NewOperators(missed, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       m,
-		MCP:           mcpserver.New(api, deliveries, logger, moduleVersion()),
+		MCP:           mcpserver.New(api, deliveries, feed, logger, moduleVersion()),
+		Events:        feed,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Installations: installations,
 			Connections: connectionIDs}, logger, now),
@@ -470,6 +473,11 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	// sync before it asks the provider, so it never runs deferred.
 	background.Go(func() { missed.Run(backgroundCtx, cfg.Connections) })
 	background.Go(func() { apps.Check(backgroundCtx, logger) })
+	// The feed's waiting requests answer as the stop begins (ctx ends),
+	// so none holds up the server's graceful shutdown.
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	background.Go(func() { feed.Run(feedCtx) })
 	waitAll := func() {
 		receiving.Wait()
 		working.Wait()
@@ -488,6 +496,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	case <-ctx.Done():
 	case err := <-errc:
 		hardStop()
+		stopFeed()
 		waitAll()
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/leadbatch"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
@@ -34,6 +35,16 @@ func (c *Coordinator) createAtOnce(ctx context.Context, req CreateRequest) (Resu
 	}
 	b, err := c.prepareBegin(ctx, req, ext, workspace)
 	if err == nil {
+		// task.created is built here, off the transaction, around the
+		// identifier the transaction assigns.
+		b.created.CreatedAt = b.op.CreatedAt
+		cause := events.CauseFrom(ctx)
+		if cause.IsZero() {
+			cause = actorCause(req.Actor.Kind, req.Actor.ID)
+		}
+		b.created.PayloadBefore, b.created.PayloadAfter, err = events.CreatedPayload(b.task, cause)
+	}
+	if err == nil {
 		if err = c.writeAtOnce(ctx, b); err == nil {
 			return Result{Task: b.result.Task, Outcome: Created}, nil
 		}
@@ -60,7 +71,7 @@ func (c *Coordinator) createAtOnce(ctx context.Context, req CreateRequest) (Resu
 func writeCompleted(ctx context.Context, tx store.Queries, bs []*beginning) error {
 	tasks := make([]store.Task, len(bs))
 	ops := make([]store.Operation, len(bs))
-	events := make([]store.CreatedEvent, len(bs))
+	created := make([]store.CreatedEvent, len(bs))
 	for i, b := range bs {
 		now := b.op.CreatedAt
 		task := b.task
@@ -76,8 +87,7 @@ func writeCompleted(ctx context.Context, tx store.Queries, bs []*beginning) erro
 		op := b.op
 		op.State, op.Outcome, op.LeaseOwner, op.LeaseExpiresAt = store.OpCompleted, Created.String(), "", nil
 		ops[i] = op
-		before, after := taskrules.CreatedEventPayload(admitted)
-		events[i] = store.CreatedEvent{PayloadBefore: before, PayloadAfter: after, CreatedAt: now}
+		created[i] = b.created
 	}
 	if err := tx.InsertNumberedTasks(ctx, tasks, func(identifiers []string) {
 		for i, b := range bs {
@@ -86,7 +96,7 @@ func writeCompleted(ctx context.Context, tx store.Queries, bs []*beginning) erro
 	}); err != nil {
 		return err
 	}
-	return tx.InsertCompletedOperations(ctx, ops, events)
+	return tx.InsertCompletedOperations(ctx, ops, created)
 }
 
 // maxAtOnceBatch bounds the creations of one transaction (their statements'

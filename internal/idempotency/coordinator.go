@@ -281,6 +281,9 @@ type beginning struct {
 	task   store.Task
 	plan   CreationPlan
 	result BeginResult
+	// created is the task.created of a creation written at once
+	// (createAtOnce), its payload built before the transaction.
+	created store.CreatedEvent
 }
 
 // write is Begin's transaction.

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
-	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
 // unacknowledged marks the commits that no caller is answered on — Begin,
@@ -542,12 +542,43 @@ func (cm *completion) settle(ctx context.Context, tx store.Queries, op store.Ope
 	}
 	// The event and the operation's completion travel with the COMMIT
 	// on PostgreSQL: the outbox lock is never held across a round trip.
+	payload, err := events.Data{Task: events.TaskOf(task), Revision: 1, Cause: creationCause(ctx, op)}.Payload()
+	if err != nil {
+		return fmt.Errorf("task event: %w", err)
+	}
 	if err := tx.FinishCreation(ctx, op.ID, outcome.String(), store.TaskEvent{WorkspaceID: task.WorkspaceID,
-		TaskID: task.ID, Revision: 1, Type: store.EventTaskCreated, Payload: taskrules.EventPayload(task), CreatedAt: now}); err != nil {
+		TaskID: task.ID, Revision: 1, Type: store.EventTaskCreated, Payload: payload, CreatedAt: now}); err != nil {
 		return err
 	}
 	cm.res = Result{Task: task, Outcome: outcome}
 	return nil
+}
+
+// creationCause is the cause of op's task.created: the one ctx carries
+// when the caller that began the creation completes it, else (recovery
+// completing it) the one its recorded actor names.
+func creationCause(ctx context.Context, op store.Operation) events.Cause {
+	if c := events.CauseFrom(ctx); !c.IsZero() {
+		return c
+	}
+	var actor ActorBindingDocument
+	if err := json.Unmarshal([]byte(op.ActorJSON), &actor); err != nil {
+		return events.Cause{}
+	}
+	return actorCause(actor.Actor, actor.PrincipalID)
+}
+
+// actorCause is the cause a creation's actor names when no request said
+// more: the connection, or the API for a token (the agent tools create as
+// their token too).
+func actorCause(kind, id string) events.Cause {
+	switch kind {
+	case "connection":
+		return events.Cause{Connection: id}
+	case "api_token":
+		return events.Cause{Actor: events.ActorAPI}
+	}
+	return events.Cause{}
 }
 
 // finish answers the Complete whose transactions committed.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
-	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
 // TestCreateInFewerTransactions: a create leaves exactly the rows Begin,
@@ -76,7 +76,7 @@ func TestCreateInFewerTransactions(t *testing.T) {
 					t.Errorf("Create answered\n%+v\nbut stored\n%+v", res.Task, stored)
 				}
 				event := eventsOfTask(t, st, stored.ID)[0]
-				if want := taskrules.EventPayload(stored); event.Payload != want {
+				if want := createdPayload(t, stored); event.Payload != want {
 					t.Errorf("task.created payload %s, want %s", event.Payload, want)
 				}
 
@@ -90,12 +90,26 @@ func TestCreateInFewerTransactions(t *testing.T) {
 				if got, want := sameOperation(op), sameOperation(phasedOp); !reflect.DeepEqual(got, want) {
 					t.Errorf("operation written at once\n%+v\nwritten by the phases\n%+v", got, want)
 				}
+				if want := createdPayload(t, phasedTask); phasedEvent.Payload != want {
+					t.Errorf("the phases' task.created payload %s, want %s", phasedEvent.Payload, want)
+				}
 				if event.Type != phasedEvent.Type || event.Revision != phasedEvent.Revision || event.WorkspaceID != phasedEvent.WorkspaceID {
 					t.Errorf("event %+v, the phases' %+v", event, phasedEvent)
 				}
 			})
 		})
 	}
+}
+
+// createdPayload is the data of task.created of t, created through the API
+// (the requests' actor is a token; no request set a cause).
+func createdPayload(t testing.TB, task store.Task) string {
+	t.Helper()
+	payload, err := events.Data{Task: events.TaskOf(task), Revision: 1, Cause: events.Cause{Actor: events.ActorAPI}}.Payload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return payload
 }
 
 // storeClock reads a clock that stands still: both creations of a

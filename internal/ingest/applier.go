@@ -22,6 +22,7 @@ import (
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/store"
@@ -40,6 +41,10 @@ type TaskService interface {
 	// DeleteAtSource records the suppression of externalID and deletes
 	// the task taskID ("" for none) in one transaction.
 	DeleteAtSource(ctx context.Context, workspaceID, externalID, taskID string) (store.Task, bool, error)
+	// ShowContribution and HideContribution write and delete a task's
+	// projection rows with the contribution events they make.
+	ShowContribution(ctx context.Context, p store.Projection) error
+	HideContribution(ctx context.Context, p store.Projection) (bool, error)
 }
 
 // Reader is the store reads and small idempotent writes ingest needs.
@@ -50,7 +55,6 @@ type Reader interface {
 	UpsertSuppression(ctx context.Context, s store.Suppression) error
 	GetAssociation(ctx context.Context, provider, connectionID, contributionID string) (store.Association, error)
 	FindTaskBySourceRef(ctx context.Context, workspaceID, provider, ref string) (store.Task, error)
-	UpsertProjection(ctx context.Context, p store.Projection) error
 	ListProjectionsForTasks(ctx context.Context, taskIDs ...string) ([]store.Projection, error)
 	ApplyInstallationChange(ctx context.Context, c store.InstallationChange) error
 	UpsertContributionLink(ctx context.Context, l store.ContributionLink) (bool, error)
@@ -58,7 +62,6 @@ type Reader interface {
 	ContributionLinksFrom(ctx context.Context, workspaceID, externalID string) ([]store.ContributionLink, error)
 	InsertRefAlias(ctx context.Context, workspaceID, provider, ref, taskID string, at time.Time) error
 	ListProjectionsOfContribution(ctx context.Context, provider, repository string, number int64) ([]store.Projection, error)
-	DeleteProjection(ctx context.Context, p store.Projection) (bool, error)
 }
 
 // Applier implements inbox.Processor.
@@ -166,6 +169,8 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 // apply applies the parsed event.
 func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox.Outcome, error) {
 	conn, ev := pp.conn, pp.ev
+	// Every task event this delivery makes names it as the cause.
+	ctx = events.WithCause(ctx, events.Cause{Connection: conn.ID, DeliveryID: d.ID, ProviderEvent: d.Event})
 	out := inbox.Outcome{ExternalID: ev.ExternalID, Action: string(ev.Action)}
 	if ev.Installation != nil {
 		return a.installation(ctx, d, conn, ev.Installation)

@@ -244,7 +244,7 @@ func (a *Applier) project(ctx context.Context, conn config.Connection, c *connec
 			}
 		}
 	}
-	if err := a.st.UpsertProjection(ctx, p); err != nil {
+	if err := a.tasks.ShowContribution(ctx, p); err != nil {
 		return fmt.Errorf("project contribution: %w", err)
 	}
 	return nil

@@ -179,8 +179,10 @@ func TestPullRequestLinksToReferencedIssueTask(t *testing.T) {
 		if got, want := after.Title, before.Title; got != want {
 			t.Errorf("issue task title = %q, want it unchanged %q", got, want)
 		}
-		if got, want := after.Revision, before.Revision; got != want {
-			t.Errorf("issue task revision = %d, want unchanged %d", got, want)
+		// The link is an event of the task (task.contribution_linked), at
+		// a revision of its own; the task's fields stay.
+		if got, want := after.Revision, before.Revision+1; got != want {
+			t.Errorf("issue task revision = %d, want %d", got, want)
 		}
 	})
 }
@@ -615,20 +617,21 @@ func TestDeletingTaskRemovesAssociationsAndProjections(t *testing.T) {
 	})
 }
 
-// failFirstProjection is the applier's store whose first projection write
-// fails, as if the process died between the association and the projection.
+// failFirstProjection is the applier's task service whose first
+// projection write fails, as if the process died between the association
+// and the projection.
 type failFirstProjection struct {
-	Reader
+	TaskService
 	failed atomic.Bool
 }
 
 var errInjected = errors.New("injected failure")
 
-func (f *failFirstProjection) UpsertProjection(ctx context.Context, p store.Projection) error {
+func (f *failFirstProjection) ShowContribution(ctx context.Context, p store.Projection) error {
 	if f.failed.CompareAndSwap(false, true) {
 		return errInjected
 	}
-	return f.Reader.UpsertProjection(ctx, p)
+	return f.TaskService.ShowContribution(ctx, p)
 }
 
 func TestCrashBetweenAssociationAndProjection(t *testing.T) {
@@ -637,7 +640,8 @@ func TestCrashBetweenAssociationAndProjection(t *testing.T) {
 		t.Parallel()
 		storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 			t.Parallel()
-			e := newEnvWithReader(t, st, func(r Reader) Reader { return &failFirstProjection{Reader: r} }, githubConn())
+			e := newEnv(t, st, githubConn())
+			e.app.tasks = &failFirstProjection{TaskService: e.app.tasks}
 			d := e.github("pull_request.opened.json")
 			if _, err := e.processErr(d); !errors.Is(err, errInjected) {
 				t.Fatalf("first attempt error = %v, want the injected failure", err)

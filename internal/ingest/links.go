@@ -168,7 +168,7 @@ func (a *Applier) showContribution(ctx context.Context, workspaceID, taskID stri
 		// next delivery brings every row up to date, so it is not
 		// refreshed through the API on its own.
 		p.TaskID, p.SyncAttempts, p.NextSyncAt, p.SyncError = taskID, 0, nil, ""
-		if err := a.st.UpsertProjection(ctx, p); err != nil {
+		if err := a.tasks.ShowContribution(ctx, p); err != nil {
 			return false, fmt.Errorf("show linked contribution: %w", err)
 		}
 	}
@@ -205,7 +205,7 @@ func (a *Applier) hideContribution(ctx context.Context, workspaceID, taskID stri
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			return kept, err
 		}
-		if _, err := a.st.DeleteProjection(ctx, p); err != nil {
+		if _, err := a.tasks.HideContribution(ctx, p); err != nil {
 			return kept, fmt.Errorf("hide linked contribution: %w", err)
 		}
 	}

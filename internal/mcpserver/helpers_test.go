@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -59,8 +60,9 @@ func newEnv(t *testing.T, st *sqlstore.Store) *env {
 	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), time.Millisecond)
 	api := tasks.NewAPI(tasks.NewService(st, logger, clock.Now), idempotency.New(st, logger, clock.Now), nil, st, logger, clock.Now)
 	ops := inbox.NewOperators(st, logger, clock.Now)
-	e := &env{st: st, mcp: mcpserver.New(api, ops, logger, "test")}
-	e.rest = httptest.NewServer(server.NewRouter(server.Deps{Tasks: api, Deliveries: ops, MCP: e.mcp,
+	feed := events.NewFeed(st, logger)
+	e := &env{st: st, mcp: mcpserver.New(api, ops, feed, logger, "test")}
+	e.rest = httptest.NewServer(server.NewRouter(server.Deps{Tasks: api, Deliveries: ops, MCP: e.mcp, Events: feed,
 		Authenticator: httpapi.NewAuthenticator(st, logger, nil), Logger: logger}))
 	t.Cleanup(e.rest.Close)
 	return e

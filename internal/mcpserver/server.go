@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/tasks"
@@ -34,12 +35,19 @@ type Deliveries interface {
 	ReplayMatchingJSON(ctx context.Context, req inbox.ReplayRequest) (inbox.ReplayResultJSON, error)
 }
 
+// Events is the events feed the list_task_events tool reads (events.Feed,
+// as REST uses it).
+type Events interface {
+	List(ctx context.Context, p httpapi.Principal, wsID string, query url.Values) (events.Page, error)
+}
+
 // Gateway is the MCP surface of the gateway: it builds one server per
 // caller, whose tools act as that caller, and serves them over streamable
 // HTTP.
 type Gateway struct {
 	tasks      Tasks
 	deliveries Deliveries
+	events     Events
 	logger     *slog.Logger
 	version    string
 	// schemas spares every per-request server the reflection over the tool
@@ -48,10 +56,11 @@ type Gateway struct {
 	http    http.Handler
 }
 
-// New returns the MCP surface over the task and delivery functions; version
-// is what the server reports as its implementation version.
-func New(tasks Tasks, deliveries Deliveries, logger *slog.Logger, version string) *Gateway {
-	g := &Gateway{tasks: tasks, deliveries: deliveries, logger: logger, version: version, schemas: mcp.NewSchemaCache()}
+// New returns the MCP surface over the task, delivery and event functions;
+// version is what the server reports as its implementation version.
+func New(tasks Tasks, deliveries Deliveries, events Events, logger *slog.Logger, version string) *Gateway {
+	g := &Gateway{tasks: tasks, deliveries: deliveries, events: events, logger: logger, version: version,
+		schemas: mcp.NewSchemaCache()}
 	// Stateless: every POST is answered on its own, by a server built for
 	// the principal of that request, and no session outlives it. So any
 	// replica answers any request, a token's workspaces are read at every
@@ -86,8 +95,8 @@ false means another create of that ID is still running: wait and call get_task_b
 again; do not release the ID to create again. Errors carry the same message as the REST API.`
 
 // Server returns an MCP server whose tools act as p. A workspace token's
-// server lists only the task tools; the admin's adds list_deliveries and
-// replay_deliveries, so a model is never offered a tool it may not call.
+// server lists only the task tools (list_task_events among them); the
+// admin's adds list_deliveries and replay_deliveries, so a model is never offered a tool it may not call.
 func (g *Gateway) Server(p httpapi.Principal) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tracker-gateway", Version: g.version},
 		&mcp.ServerOptions{Instructions: instructions, SchemaCache: g.schemas,

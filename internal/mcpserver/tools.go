@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/tasks"
@@ -43,6 +46,42 @@ type listTasksInput struct {
 	Limit           int    `json:"limit,omitempty" jsonschema:"Page size, 1 to 1000; default 100."`
 	Cursor          string `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page, to read the next one."`
 	IncludeArchived bool   `json:"include_archived,omitempty" jsonschema:"Also list archived tasks."`
+}
+
+type listTaskEventsInput struct {
+	WorkspaceID string `json:"workspace_id,omitempty" jsonschema:"Required. The workspace whose events to list."`
+	After       string `json:"after,omitempty" jsonschema:"Only events after this one: an event id, or the next_cursor of the previous page. Empty: from the oldest event kept."`
+	Type        string `json:"type,omitempty" jsonschema:"Only events of these types, a comma list: task.created, task.updated, task.archived, task.unarchived, task.deleted, task.contribution_linked, task.contribution_updated, task.contribution_unlinked."`
+	Limit       int    `json:"limit,omitempty" jsonschema:"Page size, 1 to 1000; default 100."`
+	Wait        string `json:"wait,omitempty" jsonschema:"When nothing newer exists, wait this long for an event to happen (10s, or a number of seconds; at most 30s). Default: answer at once."`
+}
+
+// eventPage is the feed's page (events.Page) as the tool answers it: the
+// same JSON, with each event's data decoded, so the output schema the SDK
+// infers from this type says data is an object.
+type eventPage struct {
+	Events     []event `json:"events"`
+	NextCursor string  `json:"next_cursor"`
+}
+
+type event struct {
+	ID          string         `json:"id"`
+	Type        string         `json:"type"`
+	Timestamp   time.Time      `json:"timestamp"`
+	WorkspaceID string         `json:"workspace_id"`
+	Data        map[string]any `json:"data"`
+}
+
+func toEventPage(p events.Page) (eventPage, error) {
+	out := eventPage{Events: make([]event, 0, len(p.Events)), NextCursor: p.NextCursor}
+	for _, e := range p.Events {
+		ev := event{ID: e.ID, Type: e.Type, Timestamp: e.Timestamp, WorkspaceID: e.WorkspaceID}
+		if err := json.Unmarshal(e.Data, &ev.Data); err != nil {
+			return eventPage{}, fmt.Errorf("event %s: %w", e.ID, err)
+		}
+		out.Events = append(out.Events, ev)
+	}
+	return out, nil
 }
 
 type updateTaskInput struct {
@@ -97,7 +136,10 @@ func addTool[In, Out any](s *mcp.Server, t toolset, tool *mcp.Tool, fn func(ctx 
 		var out Out
 		err := httpapi.CheckJSONText(req.Params.Arguments)
 		if err == nil {
-			out, err = fn(httpapi.WithPrincipal(ctx, t.caller), in)
+			// The task events a tool's work makes name the agent tools
+			// as their cause.
+			ctx := events.WithCause(httpapi.WithPrincipal(ctx, t.caller), events.Cause{Actor: events.ActorMCP})
+			out, err = fn(ctx, in)
 		}
 		if err != nil {
 			_, message := httpapi.Describe(ctx, t.logger, err, "mcp_tool", tool.Name, "principal", t.caller.Name)
@@ -172,6 +214,28 @@ func (t toolset) addTaskTools(s *mcp.Server) {
 			query.Set("include_archived", "true")
 		}
 		return t.tasks.List(ctx, t.caller, in.WorkspaceID, query)
+	})
+
+	addTool(s, t, &mcp.Tool{
+		Name: "list_task_events",
+		Description: "List what happened to a workspace's tasks, oldest first: each event has an id, a type " +
+			"(task.created, task.updated, task.archived, task.unarchived, task.deleted, " +
+			"task.contribution_linked, task.contribution_updated, task.contribution_unlinked), a timestamp and " +
+			"data: the task at that revision, the fields that changed, the pull or merge request of a " +
+			"contribution event, and the cause (a tracker's delivery, or the API, the agent tools or an " +
+			"operator). Pass next_cursor back as after to read on; it is always present.",
+		Annotations: &mcp.ToolAnnotations{Title: "List task events", ReadOnlyHint: true, OpenWorldHint: new(false)},
+	}, func(ctx context.Context, in listTaskEventsInput) (eventPage, error) {
+		query := url.Values{}
+		setNonEmpty(query, "after", in.After)
+		setNonEmpty(query, "type", in.Type)
+		setNonZero(query, "limit", in.Limit)
+		setNonEmpty(query, "wait", in.Wait)
+		page, err := t.events.List(ctx, t.caller, in.WorkspaceID, query)
+		if err != nil {
+			return eventPage{}, err
+		}
+		return toEventPage(page)
 	})
 
 	addTool(s, t, &mcp.Tool{

@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/mcpserver"
@@ -29,7 +30,7 @@ import (
 )
 
 var (
-	taskTools  = []string{"create_task", "get_task_by_external_id", "list_tasks", "release_external_id", "update_task"}
+	taskTools  = []string{"create_task", "get_task_by_external_id", "list_task_events", "list_tasks", "release_external_id", "update_task"}
 	adminTools = append(slices.Clone(taskTools), "list_deliveries", "replay_deliveries")
 )
 
@@ -415,7 +416,7 @@ func (failingTasks) Update(context.Context, httpapi.Principal, string, func() ([
 func TestInternalErrorsAreGenericAndLogged(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
-	gw := mcpserver.New(failingTasks{}, nil, slog.New(slog.NewJSONHandler(&logs, nil)), "test")
+	gw := mcpserver.New(failingTasks{}, nil, nil, slog.New(slog.NewJSONHandler(&logs, nil)), "test")
 	cs := mcptest.ConnectInMemory(t, gw.Server(wsBot))
 	if got := mcptest.ErrorText(t, "create_task", mcptest.Call(t, cs, "create_task", createArgs("ws", "T", "ext-1"))); got != "internal error" {
 		t.Errorf("tool error = %q, want the REST API's generic \"internal error\"", got)
@@ -495,4 +496,74 @@ func TestCreateTaskDescriptionSaysWhatAnAgentMustNotDo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestListTaskEvents: list_task_events answers the feed's page, as the
+// REST route does, for the caller's workspaces only; the events the tools
+// make name the agent tools as their cause.
+func TestListTaskEvents(t *testing.T) {
+	t.Parallel()
+	forEachEnv(t, func(t *testing.T, e *env) {
+		cs := e.session(t, wsBot)
+		created := mcptest.Decode[tasks.CreateJSON](t, "create_task",
+			mcptest.Call(t, cs, "create_task", createArgs("ws", "Watched", "ext-watched")))
+		mcptest.Call(t, cs, "update_task", map[string]any{"task_id": created.ID, "title": "Watched closely"})
+		page := mcptest.Decode[feedPage](t, "list_task_events",
+			mcptest.Call(t, cs, "list_task_events", map[string]any{"workspace_id": "ws"}))
+		if len(page.Events) != 2 || page.Events[0].Type != events.TypeCreated || page.Events[1].Type != events.TypeUpdated ||
+			page.NextCursor != page.Events[1].ID {
+			t.Fatalf("page = %+v, want the create and the update", page)
+		}
+		var data struct {
+			Task  tasks.TaskJSON `json:"task"`
+			Cause events.Cause   `json:"cause"`
+		}
+		if err := json.Unmarshal(page.Events[1].Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		// The data as the REST route answers it.
+		status, rest := e.restJSON(t, wsBot, http.MethodGet, "/api/v1/workspaces/ws/events", nil)
+		restEvents, _ := rest["events"].([]any)
+		var restData map[string]any
+		if status == http.StatusOK && len(restEvents) == 2 {
+			restData, _ = restEvents[1].(map[string]any)["data"].(map[string]any)
+		}
+		var toolData map[string]any
+		if err := json.Unmarshal(page.Events[1].Data, &toolData); err != nil || !reflect.DeepEqual(toolData, restData) {
+			t.Errorf("update's data = %v, the REST route's %v", toolData, restData)
+		}
+		if data.Task.Title != "Watched closely" || data.Cause != (events.Cause{Actor: events.ActorMCP}) {
+			t.Errorf("update's data = %+v, want the renamed task, caused by the agent tools", data)
+		}
+		// The same page as the REST route's.
+		status, body := e.restJSON(t, wsBot, http.MethodGet, "/api/v1/workspaces/ws/events?type=task.updated&after="+page.Events[0].ID, nil)
+		next := mcptest.Decode[feedPage](t, "list_task_events", mcptest.Call(t, cs, "list_task_events",
+			map[string]any{"workspace_id": "ws", "type": "task.updated", "after": page.Events[0].ID, "limit": 10, "wait": "0"}))
+		if status != http.StatusOK || len(next.Events) != 1 || next.Events[0].ID != page.Events[1].ID ||
+			body["next_cursor"] != next.NextCursor {
+			t.Errorf("filtered page = %+v; REST answered %d %v", next, status, body)
+		}
+		for _, tt := range []struct {
+			args map[string]any
+			want string
+		}{
+			{map[string]any{"workspace_id": "other"}, "workspace not found"},
+			{map[string]any{"workspace_id": "ws", "type": "task.closed"}, `unknown event type "task.closed"`},
+			{map[string]any{"workspace_id": "ws", "wait": "45s"}, "wait is at most 30s"},
+		} {
+			if got := mcptest.ErrorText(t, "list_task_events", mcptest.Call(t, cs, "list_task_events", tt.args)); got != tt.want {
+				t.Errorf("list_task_events %v = %q, want %q", tt.args, got, tt.want)
+			}
+		}
+	})
+}
+
+// feedPage is a page of list_task_events, each event's data kept raw.
+type feedPage struct {
+	Events []struct {
+		ID   string          `json:"id"`
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	} `json:"events"`
+	NextCursor string `json:"next_cursor"`
 }

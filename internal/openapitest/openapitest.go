@@ -85,6 +85,13 @@ func ValidateSchema(t testing.TB, name string, body []byte) {
 	mustEmbedded(t).ValidateSchema(t, name, body)
 }
 
+// ValidateWebhook reports a test error unless body is a JSON value the
+// embedded document's webhook name (its POST request body) accepts.
+func ValidateWebhook(t testing.TB, name string, body []byte) {
+	t.Helper()
+	mustEmbedded(t).ValidateWebhook(t, name, body)
+}
+
 // Operations lists the embedded document's operations as "METHOD /path",
 // sorted. It panics when the embedded document does not load, which
 // TestEmbeddedDocumentLoads reports with the reason.
@@ -110,6 +117,38 @@ func (s *Spec) ValidateSchema(t testing.TB, name string, body []byte) {
 	if err := s.CheckSchema(name, body); err != nil {
 		t.Errorf("schema %s rejects %s: %v", name, truncate(body), err)
 	}
+}
+
+// ValidateWebhook is the package function for s.
+func (s *Spec) ValidateWebhook(t testing.TB, name string, body []byte) {
+	t.Helper()
+	if err := s.CheckWebhook(name, body); err != nil {
+		t.Errorf("webhook %s rejects %s: %v", name, truncate(body), err)
+	}
+}
+
+// Webhooks lists the names of the embedded document's webhooks, sorted.
+func (s *Spec) Webhooks() []string {
+	var out []string
+	for name := range s.doc.Webhooks {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckWebhook validates body, a JSON value, against the JSON request body
+// of the POST of webhook name.
+func (s *Spec) CheckWebhook(name string, body []byte) error {
+	item := s.doc.Webhooks[name]
+	if item == nil || item.Post == nil || item.Post.RequestBody == nil || item.Post.RequestBody.Value == nil {
+		return fmt.Errorf("no webhook %q with a POST request body", name)
+	}
+	mt := item.Post.RequestBody.Value.Content.Get("application/json")
+	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+		return fmt.Errorf("webhook %q has no JSON request body schema", name)
+	}
+	return validateJSON(mt.Schema.Value, body)
 }
 
 // Operations is the package function for s.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/trackergateway/gateway/docs"
+	"github.com/trackergateway/gateway/internal/events"
 )
 
 const (
@@ -221,4 +222,67 @@ func TestDocumentHandler(t *testing.T) {
 	if _, err := Load(rec.Body.Bytes()); err != nil {
 		t.Errorf("the served document does not load: %v", err)
 	}
+}
+
+// TestWebhooksDescribeEveryEventType: the document's webhooks are exactly
+// the event types, and each accepts its own events and refuses the others'
+// and malformed ones (so the validation of real bodies is not vacuous).
+func TestWebhooksDescribeEveryEventType(t *testing.T) {
+	t.Parallel()
+	spec := mustEmbedded(t)
+	if got := spec.Webhooks(); !slices.Equal(got, sortedTypes()) {
+		t.Fatalf("webhooks = %v, want every event type %v", got, sortedTypes())
+	}
+	const contribution = `{"provider":"github","kind":"pull_request","repository":"acme/app","number":2,` +
+		`"url":"https://github.com/acme/app/pull/2","title":"Fix","state":"merged","draft":false,` +
+		`"merged_at":"2026-01-02T03:04:05Z","head_branch":"fix","base_branch":"main","head_sha":"abc","author":"ann",` +
+		`"updated_at":null,"last_synced_at":null}`
+	event := func(typ, data string) string {
+		return `{"id":"evt_000000000000002a","type":"` + typ + `","timestamp":"2026-01-02T03:04:05.123456Z",` +
+			`"workspace_id":"eng","data":` + data + `}`
+	}
+	const delivery = `{"connection":"github","delivery_id":"0193a4f2-7c1e-7b3a-9d2e-5f6a7b8c9d0f","provider_event":"issues.opened"}`
+	tests := []struct {
+		name, webhook, body string
+		ok                  bool
+	}{
+		{"created by a delivery", "task.created", event("task.created", `{"task":`+goodTask+`,"revision":1,"cause":`+delivery+`}`), true},
+		{"updated through the API", "task.updated", event("task.updated", `{"task":`+goodTask+`,"revision":2,`+
+			`"changes":{"title":{"from":"Old","to":"Spelling error"},"labels":{"from":[],"to":["bug"]}},"cause":{"actor":"api"}}`), true},
+		{"archived by an agent", "task.archived", event("task.archived", `{"task":`+goodTask+`,"revision":3,`+
+			`"changes":{"archived_at":{"from":null,"to":"2026-01-02T03:04:05Z"}},"cause":{"actor":"mcp"}}`), true},
+		{"a PR refreshed", "task.contribution_updated", event("task.contribution_updated", `{"task":`+goodTask+`,"revision":4,`+
+			`"contribution":`+contribution+`,"changes":{"state":{"from":"open","to":"merged"}},"cause":{"connection":"github"}}`), true},
+		{"an older event", "task.deleted", event("task.deleted", `{"task":`+goodTask+`,"revision":5,"cause":{}}`), true},
+		{"another type", "task.created", event("task.updated", `{"task":`+goodTask+`,"revision":1,"cause":{"actor":"api"}}`), false},
+		{"a contribution on a task event", "task.updated", event("task.updated", `{"task":`+goodTask+`,"revision":2,`+
+			`"contribution":`+contribution+`,"cause":{"actor":"api"}}`), false},
+		{"a contribution event without its PR", "task.contribution_linked", event("task.contribution_linked",
+			`{"task":`+goodTask+`,"revision":2,"cause":{"actor":"api"}}`), false},
+		{"two causes", "task.created", event("task.created", `{"task":`+goodTask+`,"revision":1,`+
+			`"cause":{"actor":"api","connection":"github"}}`), false},
+		{"an unknown actor", "task.created", event("task.created", `{"task":`+goodTask+`,"revision":1,"cause":{"actor":"cron"}}`), false},
+		{"no cause", "task.created", event("task.created", `{"task":`+goodTask+`,"revision":1}`), false},
+		{"an unknown change", "task.updated", event("task.updated", `{"task":`+goodTask+`,"revision":2,`+
+			`"changes":{"identifier":{"from":"A-1","to":"A-2"}},"cause":{"actor":"api"}}`), false},
+		{"a bad id", "task.created", strings.Replace(event("task.created", `{"task":`+goodTask+`,"revision":1,"cause":{"actor":"api"}}`),
+			"evt_000000000000002a", "42", 1), false},
+	}
+	for _, tt := range tests {
+		err := spec.CheckWebhook(tt.webhook, []byte(tt.body))
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: webhook %s = %v, want ok %v", tt.name, tt.webhook, err, tt.ok)
+		}
+		if tt.ok {
+			if err := spec.CheckSchema("Event", []byte(tt.body)); err != nil {
+				t.Errorf("%s: schema Event = %v", tt.name, err)
+			}
+		}
+	}
+}
+
+func sortedTypes() []string {
+	out := slices.Clone(events.Types)
+	slices.Sort(out)
+	return out
 }

@@ -22,8 +22,8 @@ import (
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/trackergateway/gateway/connectors"
-	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/providerapi"
 	"github.com/trackergateway/gateway/internal/store"
@@ -65,18 +65,7 @@ func (p *Projector) ContributionsOf(ctx context.Context, taskIDs []string) (map[
 	}
 	out := make(map[string][]tasks.Contribution, len(taskIDs))
 	for _, r := range rows {
-		kind := connectors.KindPullRequest
-		if p, ok := providers.Lookup(r.Provider); ok && p.Projection != nil {
-			kind = p.Projection.ContributionKind
-		}
-		state := r.State
-		if r.Merged {
-			state = "merged"
-		}
-		out[r.TaskID] = append(out[r.TaskID], tasks.Contribution{Provider: r.Provider, Kind: kind, Repository: r.Repository, Number: r.Number,
-			URL: r.URL, Title: r.Title, State: state, Draft: r.Draft, MergedAt: r.MergedAt, HeadBranch: r.HeadBranch,
-			BaseBranch: r.BaseBranch, HeadSHA: r.HeadSHA, Author: r.Author, UpdatedAt: r.ProviderUpdatedAt,
-			LastSyncedAt: r.LastSyncedAt})
+		out[r.TaskID] = append(out[r.TaskID], events.ContributionOf(r))
 	}
 	return out, nil
 }
@@ -204,7 +193,10 @@ func (p *Projector) refresh(ctx context.Context, row store.Projection) {
 		return
 	}
 	fresh.LastSyncedAt, fresh.NextSyncAt, fresh.SyncAttempts, fresh.SyncError = &now, nil, 0, ""
-	if err := p.st.UpsertProjection(ctx, fresh); err != nil {
+	// What the refresh changes on the task is an event of the task, caused
+	// by the connection (no delivery brought it).
+	cctx := events.WithCause(ctx, events.Cause{Connection: row.ConnectionID})
+	if err := tasks.ShowContribution(cctx, p.st, fresh, now); err != nil {
 		p.logger.Warn("store projection", "task_id", row.TaskID, "error", err)
 		return
 	}

@@ -7,11 +7,13 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/gorilla/mux"
 
 	"github.com/trackergateway/gateway/docs"
 	"github.com/trackergateway/gateway/internal/console"
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -38,6 +40,8 @@ type Deps struct {
 	Console       *console.Console
 	// MCP serves the agent tools over streamable HTTP.
 	MCP *mcpserver.Gateway
+	// Events serves the task events feed.
+	Events *events.Feed
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
 	// Logger is where the admin requirement writes its errors.
@@ -95,6 +99,7 @@ func table(d Deps) []route {
 		{GET, "/api/v1/workspaces/{id}/tasks", token, d.Tasks.ListTasks},
 		{GET, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.LookupTask},
 		{DELETE, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.ReleaseExternalID},
+		{GET, "/api/v1/workspaces/{id}/events", token, d.Events.ListEvents},
 
 		// Operators.
 		{GET, "/api/v1/deliveries", admin, d.Deliveries.ListDeliveries},
@@ -163,7 +168,7 @@ func NewRouter(d Deps) *mux.Router {
 	r := mux.NewRouter()
 	httpapi.HandleRoutingErrors(r)
 	for _, rt := range table(d) {
-		var h http.Handler = rt.handler
+		var h http.Handler = withCause(rt.path, rt.handler)
 		switch rt.access {
 		case admin:
 			h = authenticate(requireAdmin(h))
@@ -177,6 +182,26 @@ func NewRouter(d Deps) *mux.Router {
 		r.Handle(rt.path, h).Methods(rt.method)
 	}
 	return r
+}
+
+// withCause names the surface a route belongs to as the cause of the task
+// events its requests make (events.WithCause): the API, or the console's
+// operator. The agent tools name themselves (internal/mcpserver, whichever
+// transport serves them); webhooks change tasks only later, through their
+// delivery, which names itself.
+func withCause(path string, h http.Handler) http.Handler {
+	var cause events.Cause
+	switch {
+	case strings.HasPrefix(path, "/api/"):
+		cause.Actor = events.ActorAPI
+	case path == "/ui" || strings.HasPrefix(path, "/ui/"):
+		cause.Actor = events.ActorOperator
+	default:
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(events.WithCause(r.Context(), cause)))
+	})
 }
 
 // Routes returns the table as "METHOD /path" strings, in table order (for

@@ -17,6 +17,7 @@ import (
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/console"
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -66,6 +67,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 	installations := ingest.NewInstallations(st, noConnections, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
 	missed := recovery.New(st, noConnections, logger, now)
+	feed := events.NewFeed(st, logger)
 	return server.NewRouter(server.Deps{
 		Receiver:      receiver,
 		Tasks:         taskAPI,
@@ -78,7 +80,8 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		Recovery:      recovery.NewOperators(missed, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       metrics.New(prometheus.NewRegistry()),
-		MCP:           mcpserver.New(taskAPI, deliveries, logger, "test"),
+		MCP:           mcpserver.New(taskAPI, deliveries, feed, logger, "test"),
+		Events:        feed,
 		Authenticator: authenticator,
 		Logger:        logger,
 	})

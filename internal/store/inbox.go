@@ -286,6 +286,10 @@ type ProjectionQueries interface {
 	// the contribution numbered number in repository (compared
 	// case-insensitively), in every task, ordered by task ID and connection ID.
 	ListProjectionsOfContribution(ctx context.Context, provider, repository string, number int64) ([]Projection, error)
+	// GetProjection reads the row of p's provider, TaskID, ConnectionID
+	// and ProviderID (inside a transaction, of a task the transaction has
+	// locked); ErrNotFound when there is none.
+	GetProjection(ctx context.Context, p Projection) (Projection, error)
 	// DeleteProjection deletes the row of p's provider, TaskID,
 	// ConnectionID and ProviderID; deleted reports whether one existed.
 	DeleteProjection(ctx context.Context, p Projection) (deleted bool, err error)

@@ -417,6 +417,25 @@ type CreatedEvent struct {
 	CreatedAt     time.Time
 }
 
+// EventsChannel is the notification channel (Store.WaitForNotification) of
+// task events: the store notifies it after committing every transaction
+// that appended one, in this process at once and on PostgreSQL to the other
+// replicas too.
+const EventsChannel = "task_events"
+
+// EventPage selects a page of one workspace's events, oldest first.
+type EventPage struct {
+	WorkspaceID string
+	// AfterID: only events with a larger id.
+	AfterID int64
+	// Types: only events of these types; empty is every type.
+	Types []string
+	Limit int
+	// Scan bounds a page filtered by Types: only the first Scan events of
+	// the workspace after AfterID are looked at (0: no bound).
+	Scan int
+}
+
 // EventQueries appends to and reads the task_events outbox.
 type EventQueries interface {
 	// AppendTaskEvent inserts the event and returns its id. It must be the
@@ -424,6 +443,14 @@ type EventQueries interface {
 	AppendTaskEvent(ctx context.Context, e TaskEvent) (int64, error)
 	// ReadTaskEvents returns events with id > afterID, oldest first.
 	ReadTaskEvents(ctx context.Context, afterID int64, limit int) ([]TaskEvent, error)
+	// ListWorkspaceEvents returns up to p.Limit events of p's workspace
+	// with ids above p.AfterID (of p.Types when set), ids ascending. When a
+	// filtered page's window (p.Scan) did not reach the workspace's last
+	// event, scannedTo is the id of the window's last event, where the next
+	// page starts even if this one is short; otherwise it is 0. Ids become
+	// visible in commit order (AppendTaskEvent), so a reader that saw an id
+	// never sees a smaller one appear later.
+	ListWorkspaceEvents(ctx context.Context, p EventPage) (events []TaskEvent, scannedTo int64, err error)
 	GetOutboxCursor(ctx context.Context, consumer string) (int64, error)
 	SaveOutboxCursor(ctx context.Context, consumer string, lastEventID int64, at time.Time) error
 }

@@ -16,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
@@ -143,7 +144,10 @@ var ErrStale = errors.New("stale update")
 var ErrUnchanged = errors.New("unchanged")
 
 // Update applies p under the task's row lock, bumps the revision and emits
-// task.updated. A task still being created is refused (409).
+// one event: task.archived or task.unarchived when p archives or unarchives
+// the task, task.updated otherwise, with the fields that changed and the
+// cause ctx carries (events.WithCause). A task still being created is
+// refused (409).
 func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(workspaceID string) bool) (store.Task, error) {
 	if !httpapi.ValidText(id) {
 		return store.Task{}, errTaskNotFound
@@ -242,8 +246,8 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 		if err := tx.UpdateTask(ctx, t); err != nil {
 			return err
 		}
-		if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: t.WorkspaceID, TaskID: t.ID, Revision: t.Revision,
-			Type: store.EventTaskUpdated, Payload: taskrules.EventPayload(t), CreatedAt: now}); err != nil {
+		if err := events.Append(ctx, tx, updateType(stored, t), t, events.TaskChanges(events.TaskOf(stored), events.TaskOf(t)),
+			nil, events.CauseFrom(ctx), now); err != nil {
 			return err
 		}
 		out = t
@@ -256,6 +260,19 @@ func (s *Service) Update(ctx context.Context, id string, p Patch, visible func(w
 		return store.Task{}, fmt.Errorf("update task: %w", err)
 	}
 	return out, nil
+}
+
+// updateType is the event of an update from before to after: archiving
+// and unarchiving are events of their own (with whatever else the same
+// update changed), any other change is task.updated.
+func updateType(before, after store.Task) string {
+	switch {
+	case before.ArchivedAt == nil && after.ArchivedAt != nil:
+		return events.TypeArchived
+	case before.ArchivedAt != nil && after.ArchivedAt == nil:
+		return events.TypeUnarchived
+	}
+	return events.TypeUpdated
 }
 
 // sameState says whether a and b hold the same task state: what a patch
@@ -397,9 +414,10 @@ func (s *Service) deleteTask(ctx context.Context, tx store.Queries, id string, r
 	if err := tx.DeleteTask(ctx, t.ID); err != nil {
 		return store.Task{}, err
 	}
+	// The event shows the task as it was last; its revision is the one
+	// the delete would have written.
 	t.Revision++
-	if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: t.WorkspaceID, TaskID: t.ID, Revision: t.Revision,
-		Type: store.EventTaskDeleted, Payload: taskrules.EventPayload(t), CreatedAt: now}); err != nil {
+	if err := events.Append(ctx, tx, events.TypeDeleted, t, nil, nil, events.CauseFrom(ctx), now); err != nil {
 		return store.Task{}, err
 	}
 	return t, nil

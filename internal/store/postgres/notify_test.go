@@ -95,3 +95,40 @@ func TestNotifyWakesEveryReplica(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifyReachesAChannelSubscribedLater: a replica whose listener
+// already LISTENs to one channel (the inbox's, at start) also receives a
+// channel its first waiter subscribes to later (the task events feed's).
+func TestNotifyReachesAChannelSubscribedLater(t *testing.T) {
+	t.Parallel()
+	url := storetest.PostgresURL(t)
+	schema := storetest.NewSchema(t, url)
+	sender, receiver := openReplica(t, url, schema), openReplica(t, url, schema)
+	// crossed notifies channel from sender until a waiter on receiver
+	// wakes, or the deadline passes.
+	crossed := func(channel string) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		got := make(chan error, 1)
+		go func() { got <- receiver.WaitForNotification(ctx, channel) }()
+		for {
+			if err := sender.Notify(context.Background(), channel); err != nil {
+				t.Fatalf("notify: %v", err)
+			}
+			select {
+			case err := <-got:
+				return err == nil
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	if !crossed("first_test") {
+		t.Fatal("no notification on the first channel reached the other replica")
+	}
+	if !crossed("later_test") {
+		t.Error("no notification on the channel subscribed later reached the other replica")
+	}
+	if !crossed("first_test") {
+		t.Error("the first channel no longer reaches the other replica")
+	}
+}

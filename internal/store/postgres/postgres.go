@@ -44,6 +44,9 @@ type Driver struct {
 	listening   map[string]bool
 	stopListen  context.CancelFunc
 	listenDone  chan struct{}
+	// interruptWait ends the listener's current wait, so that it LISTENs
+	// to a channel subscribed while it waited.
+	interruptWait context.CancelFunc
 
 	notifyPending map[string]bool // guarded by mu
 	notifyKick    chan struct{}   // capacity 1
@@ -353,6 +356,10 @@ func (d *Driver) Subscribe(channel string, fn func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.subscribers[channel] = append(d.subscribers[channel], fn)
+	if !d.listening[channel] && d.interruptWait != nil {
+		// A channel the listener's connection does not LISTEN to yet.
+		d.interruptWait()
+	}
 	d.listening[channel] = true
 	if d.stopListen == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -388,28 +395,46 @@ func (d *Driver) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Release()
-	d.mu.Lock()
-	channels := make([]string, 0, len(d.listening))
-	for ch := range d.listening {
-		channels = append(channels, ch)
-	}
-	d.mu.Unlock()
-	for _, ch := range channels {
-		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
-			conn.Conn().Close(context.Background())
-			return err
-		}
-	}
-	// Anything notified before LISTEN took effect was missed: wake everyone
-	// once so they look.
-	d.wakeAll()
+	listened := map[string]bool{}
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
+		// LISTEN to every subscribed channel this connection does not
+		// yet: all of them at first, then any subscribed since.
+		d.mu.Lock()
+		var channels []string
+		for ch := range d.listening {
+			if !listened[ch] {
+				channels = append(channels, ch)
+			}
+		}
+		waitCtx, interrupt := context.WithCancel(ctx)
+		d.interruptWait = interrupt
+		d.mu.Unlock()
+		for _, ch := range channels {
+			if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+				interrupt()
+				conn.Conn().Close(context.Background())
+				return err
+			}
+			listened[ch] = true
+		}
+		if len(channels) > 0 {
+			// Anything notified before LISTEN took effect was missed:
+			// wake everyone once so they look.
+			d.wakeAll()
+		}
+		n, err := conn.Conn().WaitForNotification(waitCtx)
+		interrupted := waitCtx.Err() != nil && ctx.Err() == nil
+		interrupt()
+		switch {
+		case err == nil:
+			d.wake(n.Channel)
+		case interrupted && !conn.Conn().IsClosed():
+			// Subscribe asked for another channel: LISTEN to it on the
+			// same connection.
+		default:
 			conn.Conn().Close(context.Background())
 			return err
 		}
-		d.wake(n.Channel)
 	}
 }
 

@@ -18,6 +18,7 @@ func (q queries) AppendTaskEvent(ctx context.Context, e store.TaskEvent) (int64,
 	defer cancel()
 	var id int64
 	err := q.write(ctx, func(q queries) error {
+		q.appending()
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}
@@ -32,6 +33,7 @@ func (q queries) FinishCreation(ctx context.Context, operationID, outcome string
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	return q.write(ctx, func(q queries) error {
+		q.appending()
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}
@@ -92,6 +94,7 @@ func (q queries) InsertCompletedOperations(ctx context.Context, ops []store.Oper
 		opArgs = append(opArgs, row...)
 	}
 	return q.write(ctx, func(q queries) error {
+		q.appending()
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}
@@ -121,6 +124,55 @@ func (q queries) ReadTaskEvents(ctx context.Context, afterID int64, limit int) (
 		out = append(out, e)
 	}
 	return out, q.wrap("read task events", rows.Err())
+}
+
+// ListWorkspaceEvents reads a page through idx_task_events_workspace
+// (workspace_id, id). A page filtered by type first finds the end of its
+// window, the Scan-th event after AfterID, in the index alone, then reads
+// the matching events inside it: a rare type costs at most Scan index
+// entries a page, never the whole rest of the workspace.
+func (q queries) ListWorkspaceEvents(ctx context.Context, p store.EventPage) ([]store.TaskEvent, int64, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	where := `workspace_id = $1 AND id > $2`
+	args := []any{p.WorkspaceID, p.AfterID, p.Limit}
+	var scannedTo int64
+	if len(p.Types) > 0 && p.Scan > 0 {
+		err := q.ex.QueryRow(ctx, `SELECT id FROM task_events WHERE workspace_id = $1 AND id > $2
+			ORDER BY id LIMIT 1 OFFSET $3`, p.WorkspaceID, p.AfterID, p.Scan-1).Scan(&scannedTo)
+		switch {
+		case err == ErrNoRows:
+			scannedTo = 0 // fewer events than the window: no bound
+		case err != nil:
+			return nil, 0, q.wrap("list workspace events", err)
+		default:
+			where += ` AND id <= $4`
+			args = append(args, scannedTo)
+		}
+	}
+	if len(p.Types) > 0 {
+		where += ` AND type IN (` + inList(len(args)+1, len(p.Types)) + `)`
+		for _, t := range p.Types {
+			args = append(args, t)
+		}
+	}
+	rows, err := q.ex.Query(ctx, `SELECT `+eventColumns+` FROM task_events WHERE `+where+` ORDER BY id LIMIT $3`, args...)
+	if err != nil {
+		return nil, 0, q.wrap("list workspace events", err)
+	}
+	defer rows.Close()
+	var out []store.TaskEvent
+	for rows.Next() {
+		var e store.TaskEvent
+		if err := rows.Scan(&e.ID, &e.WorkspaceID, &e.TaskID, &e.Revision, &e.Type, &e.Payload, &e.CreatedAt); err != nil {
+			return nil, 0, q.wrap("scan task event", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, q.wrap("list workspace events", err)
+	}
+	return out, scannedTo, nil
 }
 
 func (q queries) GetOutboxCursor(ctx context.Context, consumer string) (int64, error) {

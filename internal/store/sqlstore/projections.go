@@ -136,6 +136,24 @@ func (q queries) ListProjectionsOfContribution(ctx context.Context, provider, re
 		`number = $1 AND LOWER(repository) = LOWER($2) ORDER BY task_id, connection_id, provider_id`, number, repository)
 }
 
+func (q queries) GetProjection(ctx context.Context, p store.Projection) (store.Projection, error) {
+	table, err := projectionTable(p.Provider)
+	if err != nil {
+		return store.Projection{}, err
+	}
+	if !isCanonicalUUID(p.TaskID) {
+		return store.Projection{}, store.ErrNotFound // names no row (PostgreSQL would fail the uuid cast)
+	}
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	row, err := scanProjection(q.ex.QueryRow(ctx, `SELECT `+projectionColumns+` FROM `+table+`
+		WHERE task_id = $1 AND connection_id = $2 AND provider_id = $3`, p.TaskID, p.ConnectionID, p.ProviderID), p.Provider)
+	if err != nil {
+		return store.Projection{}, q.wrap("get projection", err)
+	}
+	return row, nil
+}
+
 func (q queries) DeleteProjection(ctx context.Context, p store.Projection) (bool, error) {
 	table, err := projectionTable(p.Provider)
 	if err != nil {

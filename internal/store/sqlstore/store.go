@@ -94,7 +94,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) error
 	if err != nil {
 		return fmt.Errorf("begin: %w", s.classify(err))
 	}
-	if err := s.runInTx(ctx, tx, fn); err != nil {
+	var appended bool
+	if err := s.runInTx(ctx, tx, &appended, fn); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
@@ -102,18 +103,30 @@ func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) error
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", s.classify(err))
 	}
+	if appended {
+		notifyEvents(ctx, s.driver)
+	}
 	return nil
 }
 
-// runInTx runs fn on tx; a panic rolls tx back and goes on.
-func (s *Store) runInTx(ctx context.Context, tx Tx, fn func(store.Queries) error) error {
+// runInTx runs fn on tx; a panic rolls tx back and goes on. appended is set
+// when fn appends a task event.
+func (s *Store) runInTx(ctx context.Context, tx Tx, appended *bool, fn func(store.Queries) error) error {
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 			panic(p)
 		}
 	}()
-	return fn(queries{ex: tx, d: s.driver, inTx: true})
+	return fn(queries{ex: tx, d: s.driver, inTx: true, appended: appended})
+}
+
+// notifyEvents tells readers waiting for task events
+// (store.EventsChannel) that a transaction appending some has committed:
+// at once in this process, and through the driver to other replicas.
+// Best effort, like every notification: readers also look on their own.
+func notifyEvents(ctx context.Context, d Driver) {
+	_ = d.Notify(context.WithoutCancel(ctx), store.EventsChannel)
 }
 
 // WaitForNotification waits for the next Notify on channel from any process
@@ -149,6 +162,16 @@ type queries struct {
 	ex   Executor
 	d    Driver
 	inTx bool
+	// appended, inside a transaction, is set once it appends a task event,
+	// so that its commit notifies store.EventsChannel.
+	appended *bool
+}
+
+// appending records that the transaction appends a task event.
+func (q queries) appending() {
+	if q.appended != nil {
+		*q.appended = true
+	}
 }
 
 func withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -282,12 +305,16 @@ func (q queries) write(ctx context.Context, fn func(queries) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", q.classify(err))
 	}
-	if err := fn(queries{ex: tx, d: q.d, inTx: true}); err != nil {
+	var appended bool
+	if err := fn(queries{ex: tx, d: q.d, inTx: true, appended: &appended}); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", q.classify(err))
+	}
+	if appended {
+		notifyEvents(ctx, q.d)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -14,6 +15,43 @@ var projectionTests = []contractTest{
 	{name: "projection ignores stale payloads", fn: testProjectionStale},
 	{name: "refresh bookkeeping is recorded and read back", fn: testProjectionSync},
 	{name: "the projections of several tasks are read at once", fn: testProjectionsForTasks},
+	{name: "a projection row is read by its key", fn: testGetProjection},
+}
+
+// testGetProjection: GetProjection reads the one row of a provider, task,
+// connection and PR/MR id, inside a transaction too; any other key is
+// ErrNotFound.
+func testGetProjection(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	SeedWorkspace(t, s, "ws")
+	task := newTask("ws", "", 1)
+	must(t, s.InsertTask(ctx, task))
+	merged := epoch.Add(time.Hour)
+	p := store.Projection{Provider: "gitlab", TaskID: task.ID, ConnectionID: "gl", ProviderID: 7, Repository: "g/p", Number: 2,
+		URL: "https://gitlab.example/g/p/-/merge_requests/2", Title: "Fix", State: "merged", Merged: true, MergedAt: &merged,
+		Draft: true, HeadBranch: "fix", BaseBranch: "main", HeadSHA: "abc", Author: "ann", ProviderUpdatedAt: &merged}
+	must(t, s.UpsertProjection(ctx, p))
+	must(t, s.InTx(ctx, func(tx store.Queries) error {
+		got, err := tx.GetProjection(ctx, store.Projection{Provider: "gitlab", TaskID: task.ID, ConnectionID: "gl", ProviderID: 7})
+		if err != nil {
+			return err
+		}
+		if got.Title != p.Title || got.State != p.State || !got.Merged || !got.Draft || got.MergedAt == nil ||
+			!got.MergedAt.Equal(merged) || got.HeadSHA != "abc" || got.Author != "ann" || got.Provider != "gitlab" {
+			t.Errorf("projection = %+v, want %+v", got, p)
+		}
+		return nil
+	}))
+	for _, key := range []store.Projection{
+		{Provider: "github", TaskID: task.ID, ConnectionID: "gl", ProviderID: 7},
+		{Provider: "gitlab", TaskID: task.ID, ConnectionID: "gh", ProviderID: 7},
+		{Provider: "gitlab", TaskID: task.ID, ConnectionID: "gl", ProviderID: 8},
+		{Provider: "gitlab", TaskID: "not-a-uuid", ConnectionID: "gl", ProviderID: 7},
+	} {
+		if _, err := s.GetProjection(ctx, key); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetProjection(%+v) = %v, want ErrNotFound", key, err)
+		}
+	}
 }
 
 // testProjectionsForTasks: one read returns the rows of exactly the tasks

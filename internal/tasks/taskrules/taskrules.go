@@ -1,15 +1,13 @@
 // Package taskrules holds the task rules that creation (the coordinator in
 // internal/idempotency) shares with the task service in internal/tasks:
 // admission of a task into a workflow step — its WIP limit, and a new
-// task's identifier — and the payload of task events. It sits below both
-// packages so that each path applies the one rule and neither imports the
-// other for it.
+// task's identifier. It sits below both packages so that each path applies
+// the one rule and neither imports the other for it. (The data of the task
+// events both append is internal/events'.)
 package taskrules
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/trackergateway/gateway/internal/failure"
@@ -107,53 +105,6 @@ func Admit(ctx context.Context, tx store.Queries, a Admission) (store.Task, erro
 		}
 	}
 	return t, nil
-}
-
-// EventPayload is the outbox payload of every task event (created, updated,
-// deleted): a JSON object with its keys in sorted order. It is built from
-// a struct whose fields are declared in that order rather than from a map,
-// which encoding/json would sort on every call: the created event is
-// written while SQLite's single writer is held.
-func EventPayload(t store.Task) string {
-	p := eventPayload{ExternalID: t.ExternalID, ID: t.ID, Identifier: t.Identifier,
-		OwnerConnection: t.OwnerConnection, Revision: t.Revision, Title: t.Title, WorkspaceID: t.WorkspaceID}
-	if t.Source != nil {
-		p.Source = &eventSource{Kind: t.Source.Kind, Provider: t.Source.Provider, Ref: t.Source.Ref, URL: t.Source.URL}
-	}
-	b, _ := json.Marshal(p)
-	return string(b)
-}
-
-// CreatedEventPayload is EventPayload of t around its identifier, which
-// the database assigns when the task is created at once
-// (store.CreatedEvent): before + t's identifier + after is EventPayload(t).
-// The identifier (PREFIX-N, the prefix upper-case letters and digits) needs
-// no escaping in JSON, and the first `"identifier":"` of the payload is its
-// key: keys are in sorted order, and any quote inside a value is escaped.
-func CreatedEventPayload(t store.Task) (before, after string) {
-	t.Identifier = ""
-	const key = `"identifier":"`
-	before, after, _ = strings.Cut(EventPayload(t), key+`"`)
-	return before + key, `"` + after
-}
-
-// eventPayload's fields are in the order of their JSON names.
-type eventPayload struct {
-	ExternalID      string       `json:"external_id,omitempty"`
-	ID              string       `json:"id"`
-	Identifier      string       `json:"identifier"`
-	OwnerConnection string       `json:"owner_connection,omitempty"`
-	Revision        int64        `json:"revision"`
-	Source          *eventSource `json:"source,omitempty"`
-	Title           string       `json:"title"`
-	WorkspaceID     string       `json:"workspace_id"`
-}
-
-type eventSource struct {
-	Kind     string `json:"kind"`
-	Provider string `json:"provider"`
-	Ref      string `json:"ref"`
-	URL      string `json:"url"`
 }
 
 // MaxSourceAhead is how far ahead of the gateway's clock a provider's
