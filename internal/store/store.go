@@ -91,6 +91,7 @@ type Queries interface {
 	RedeliveryQueries
 	InstallationQueries
 	LinkQueries
+	SubscriptionQueries
 }
 
 // Workspace is a tenant: tasks, steps and tokens belong to one.

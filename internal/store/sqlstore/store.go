@@ -94,7 +94,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) error
 	if err != nil {
 		return fmt.Errorf("begin: %w", s.classify(err))
 	}
-	if err := s.runInTx(ctx, tx, fn); err != nil {
+	var appended bool
+	if err := s.runInTx(ctx, tx, &appended, fn); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
@@ -102,18 +103,42 @@ func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) error
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", s.classify(err))
 	}
+	if appended {
+		notifyEvents(ctx, s.driver)
+	}
 	return nil
 }
 
-// runInTx runs fn on tx; a panic rolls tx back and goes on.
-func (s *Store) runInTx(ctx context.Context, tx Tx, fn func(store.Queries) error) error {
+// runInTx runs fn on tx; a panic rolls tx back and goes on. appended is
+// set when fn appended to the outbox.
+func (s *Store) runInTx(ctx context.Context, tx Tx, appended *bool, fn func(store.Queries) error) error {
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 			panic(p)
 		}
 	}()
-	return fn(queries{ex: tx, d: s.driver, inTx: true})
+	return fn(queries{ex: tx, d: outboxWatch{Driver: s.driver, appended: appended}, inTx: true})
+}
+
+// outboxWatch is the driver as one transaction sees it: it remembers that
+// the transaction took the outbox lock, which every append to the outbox
+// takes, so the store can tell the outbound fan-out once it commits
+// (store.EventsChannel), whichever statement appended.
+type outboxWatch struct {
+	Driver
+	appended *bool
+}
+
+func (w outboxWatch) LockOutbox(ctx context.Context, tx Executor) error {
+	*w.appended = true
+	return w.Driver.LockOutbox(ctx, tx)
+}
+
+// notifyEvents wakes the outbound fan-out (this process at once, other
+// replicas through the driver). Best effort: the fan-out also polls.
+func notifyEvents(ctx context.Context, d Driver) {
+	_ = d.Notify(context.WithoutCancel(ctx), store.EventsChannel)
 }
 
 // WaitForNotification waits for the next Notify on channel from any process
@@ -282,12 +307,16 @@ func (q queries) write(ctx context.Context, fn func(queries) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", q.classify(err))
 	}
-	if err := fn(queries{ex: tx, d: q.d, inTx: true}); err != nil {
+	var appended bool
+	if err := fn(queries{ex: tx, d: outboxWatch{Driver: q.d, appended: &appended}, inTx: true}); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", q.classify(err))
+	}
+	if appended {
+		notifyEvents(ctx, q.d)
 	}
 	return nil
 }
