@@ -18,6 +18,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/outbound"
 	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
@@ -38,6 +39,8 @@ type Deps struct {
 	Console       *console.Console
 	// MCP serves the agent tools over streamable HTTP.
 	MCP *mcpserver.Gateway
+	// Subscriptions serves the webhook subscriptions of each workspace.
+	Subscriptions *outbound.API
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
 	// Logger is where the admin requirement writes its errors.
@@ -73,7 +76,7 @@ type route struct {
 }
 
 // table is every route of the gateway. Handlers read their path variables
-// by the names written here: {connection}, {id}, {operation_id}.
+// by the names written here: {connection}, {id}, {operation_id}, {sid}.
 func table(d Deps) []route {
 	const (
 		GET, POST, PATCH, DELETE = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
@@ -95,6 +98,16 @@ func table(d Deps) []route {
 		{GET, "/api/v1/workspaces/{id}/tasks", token, d.Tasks.ListTasks},
 		{GET, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.LookupTask},
 		{DELETE, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.ReleaseExternalID},
+
+		// Webhook subscriptions of a workspace (task events out).
+		{POST, "/api/v1/workspaces/{id}/subscriptions", token, d.Subscriptions.CreateSubscription},
+		{GET, "/api/v1/workspaces/{id}/subscriptions", token, d.Subscriptions.ListSubscriptions},
+		{GET, "/api/v1/workspaces/{id}/subscriptions/{sid}", token, d.Subscriptions.GetSubscription},
+		{PATCH, "/api/v1/workspaces/{id}/subscriptions/{sid}", token, d.Subscriptions.UpdateSubscription},
+		{DELETE, "/api/v1/workspaces/{id}/subscriptions/{sid}", token, d.Subscriptions.DeleteSubscription},
+		{POST, "/api/v1/workspaces/{id}/subscriptions/{sid}/rotate-secret", token, d.Subscriptions.RotateSecret},
+		{GET, "/api/v1/workspaces/{id}/subscriptions/{sid}/deliveries", token, d.Subscriptions.ListDeliveries},
+		{POST, "/api/v1/workspaces/{id}/subscriptions/{sid}/replay", token, d.Subscriptions.ReplayDeliveries},
 
 		// Operators.
 		{GET, "/api/v1/deliveries", admin, d.Deliveries.ListDeliveries},

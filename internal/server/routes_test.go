@@ -23,6 +23,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/outbound"
 	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
@@ -79,6 +80,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       metrics.New(prometheus.NewRegistry()),
 		MCP:           mcpserver.New(taskAPI, deliveries, logger, "test"),
+		Subscriptions: outbound.NewAPI(st, logger, now, false),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})
