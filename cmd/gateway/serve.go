@@ -382,7 +382,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Subscriptions: subscriptions,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Installations: installations,
-			Connections: connectionIDs}, logger, now),
+			Subscriptions: subscriptions, Connections: connectionIDs}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})

@@ -591,3 +591,17 @@ func ParseSince(v string, now time.Time) (time.Time, error) {
 	}
 	return time.Time{}, failure.New(failure.Invalid, "since must be an RFC 3339 time or a positive duration such as 24h")
 }
+
+// Lags reads, per subscription, the commit time of the oldest event it is
+// owed and has not been delivered (zero: none).
+func (a *API) Lags(ctx context.Context) (map[string]time.Time, error) {
+	lags, err := a.st.SubscriptionLags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]time.Time, len(lags))
+	for _, l := range lags {
+		out[l.SubscriptionID] = l.Oldest
+	}
+	return out, nil
+}

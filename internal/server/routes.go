@@ -153,6 +153,9 @@ func table(d Deps) []route {
 		{POST, "/ui/recover", sessionAdmin, d.Console.Recover},
 		{GET, "/ui/workspaces/{id}/tasks", session, d.Console.WorkspaceTasks},
 		{GET, "/ui/tasks/{id}", session, d.Console.Task},
+		{GET, "/ui/subscriptions", session, d.Console.Subscriptions},
+		{GET, "/ui/subscriptions/{id}", session, d.Console.Subscription},
+		{POST, "/ui/subscriptions/{id}/replay", session, d.Console.ReplaySubscription},
 
 		// Agent tools (Model Context Protocol, streamable HTTP): the same
 		// bearer tokens, the tools scope them as the API does. Stateless,

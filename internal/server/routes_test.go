@@ -67,6 +67,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 	installations := ingest.NewInstallations(st, noConnections, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
 	missed := recovery.New(st, noConnections, logger, now)
+	subscriptions := outbound.NewAPI(st, logger, now, false)
 	return server.NewRouter(server.Deps{
 		Receiver:      receiver,
 		Tasks:         taskAPI,
@@ -74,13 +75,14 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		Suppressions:  suppressions,
 		Installations: installations,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed, Installations: installations}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed, Installations: installations,
+			Subscriptions: subscriptions}, logger, now),
 		Creations:     idempotency.NewOperators(coord, logger),
 		Recovery:      recovery.NewOperators(missed, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       metrics.New(prometheus.NewRegistry()),
 		MCP:           mcpserver.New(taskAPI, deliveries, logger, "test"),
-		Subscriptions: outbound.NewAPI(st, logger, now, false),
+		Subscriptions: subscriptions,
 		Authenticator: authenticator,
 		Logger:        logger,
 	})
