@@ -172,7 +172,7 @@ func TestHostileReceivers(t *testing.T) {
 				http.Redirect(w, &http.Request{Method: http.MethodPost}, target.srv.URL, http.StatusTemporaryRedirect)
 			},
 			"rate limited": func(w http.ResponseWriter, r received) {
-				w.Header().Set("Retry-After", "7200")
+				w.Header().Set("Retry-After", "120")
 				http.Error(w, "slow down", http.StatusTooManyRequests)
 			},
 		}
@@ -233,7 +233,10 @@ func TestHostileReceivers(t *testing.T) {
 			}
 			if tc.status == store.OutboundRetrying {
 				wait := d.NextAttemptAt.Sub(*d.LastAttemptAt)
-				want := time.Hour // the schedule's, or Retry-After capped at 1h
+				want := time.Hour // the schedule's
+				if tc.name == "rate limited" {
+					want = 2 * time.Minute // its Retry-After
+				}
 				if wait < want*9/10 || wait > want*11/10 {
 					t.Errorf("%s: next attempt in %v, want about %v", tc.name, wait, want)
 				}
@@ -273,4 +276,41 @@ func TestDisabledAfterFailingTooLong(t *testing.T) {
 			t.Errorf("delivery = %s next %v, want still owed, parked", d.Status, d.NextAttemptAt)
 		}
 	})
+}
+
+// endless is an answer body that never ends, counting what is read of it.
+type endless struct{ read int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	e.read += int64(len(p))
+	return len(p), nil
+}
+
+func (e *endless) Close() error { return nil }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Of an answer, however long, 64 KiB is read and no more.
+func TestAnswerReadUpTo64KiB(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{http.StatusOK, http.StatusInternalServerError} {
+		body := &endless{}
+		client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: code, Status: http.StatusText(code), Header: http.Header{}, Body: body, Request: r}, nil
+		})}
+		w := New(nil, nil, nil, Options{Client: client})
+		sub := store.Subscription{ID: "sub_1", URL: "https://example.com/hook", Secret: NewSecret()}
+		a := w.post(context.Background(), sub, store.TaskEvent{ID: 1, Type: events.TypeCreated, Payload: `{}`}, time.Now())
+		if body.read != DefaultMaxResponseBytes {
+			t.Errorf("answered %d: read %d bytes of the answer, want %d", code, body.read, DefaultMaxResponseBytes)
+		}
+		if (a.err == nil) != (code == http.StatusOK) || a.code != code {
+			t.Errorf("answered %d: code %d, err %v", code, a.code, a.err)
+		}
+	}
 }

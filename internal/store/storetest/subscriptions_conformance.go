@@ -303,8 +303,26 @@ func testOutboundTaskOrder(t *testing.T, s store.Store) {
 		t.Errorf("attempts = %d, want 2", retry[0].Attempts)
 	}
 	finish(t, s, "w1", later, store.OutboundFailed, retry...) // failed for good
-	if ids := eventIDs(claim(t, s, "w1", later, 10)); !slices.Equal(ids, []int64{s2}) {
-		t.Errorf("claim after the earlier event failed for good = %v, want %d", ids, s2)
+	last := claim(t, s, "w1", later, 10)
+	if ids := eventIDs(last); !slices.Equal(ids, []int64{s2}) {
+		t.Fatalf("claim after the earlier event failed for good = %v, want %d", ids, s2)
+	}
+	finish(t, s, "w1", later, store.OutboundRetrying, last...)
+
+	// The slow task's first event replayed: due at once beside its later
+	// one (whose retry is due too), it goes alone, the later one after it.
+	res, err := s.ReplayOutboundDeliveries(context.Background(), store.OutboundReplay{SubscriptionID: "sub_a", EventID: s1, Now: later})
+	if err != nil || res.Replayed != 1 {
+		t.Fatalf("replay = %+v, %v", res, err)
+	}
+	again := later.Add(2 * time.Hour)
+	replayed := claim(t, s, "w1", again, 10)
+	if ids := eventIDs(replayed); !slices.Equal(ids, []int64{s1}) {
+		t.Fatalf("claim after a replay = %v, want the replayed %d alone", ids, s1)
+	}
+	finish(t, s, "w1", again, store.OutboundSucceeded, replayed...)
+	if ids := eventIDs(claim(t, s, "w1", again, 10)); !slices.Equal(ids, []int64{s2}) {
+		t.Errorf("claim after the replayed event succeeded = %v, want %d", ids, s2)
 	}
 }
 
