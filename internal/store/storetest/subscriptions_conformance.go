@@ -576,30 +576,38 @@ func testRetentionKeepsOwedEvents(t *testing.T, s store.Store) {
 
 func testEventsNotify(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	woken := make(chan error, 1)
-	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	go func() { woken <- s.WaitForNotification(waitCtx, store.EventsChannel) }()
-	// The waiter may subscribe after a commit: append until it wakes.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for i := int64(1); ; i++ {
-		if i%2 == 0 {
-			appendEvent(t, s, "ws", uuid.NewString(), store.EventTaskCreated, 1, epoch)
-		} else {
+	paths := []struct {
+		name   string
+		append func()
+	}{
+		{"a transaction", func() {
 			must(t, s.InTx(ctx, func(tx store.Queries) error {
 				_, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: "ws", TaskID: uuid.NewString(), Revision: 1,
 					Type: store.EventTaskCreated, Payload: `{}`, CreatedAt: epoch})
 				return err
 			}))
-		}
-		select {
-		case err := <-woken:
-			if err != nil {
-				t.Fatalf("no notification on %s after committed appends: %v", store.EventsChannel, err)
+		}},
+		{"a statement of its own", func() { appendEvent(t, s, "ws", uuid.NewString(), store.EventTaskCreated, 1, epoch) }},
+	}
+	for _, p := range paths {
+		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		woken := make(chan error, 1)
+		go func() { woken <- s.WaitForNotification(waitCtx, store.EventsChannel) }()
+		// The waiter may subscribe after a commit: append until it wakes.
+		tick := time.NewTicker(10 * time.Millisecond)
+	wait:
+		for {
+			p.append()
+			select {
+			case err := <-woken:
+				if err != nil {
+					t.Errorf("no notification on %s after appends in %s: %v", store.EventsChannel, p.name, err)
+				}
+				break wait
+			case <-tick.C:
 			}
-			return
-		case <-tick.C:
 		}
+		tick.Stop()
+		cancel()
 	}
 }
