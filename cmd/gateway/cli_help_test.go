@@ -29,6 +29,7 @@ func listedFlags(usage string) []string {
 func TestHelpEverywhere(t *testing.T) {
 	t.Parallel()
 	operator := []string{"admin-token", "o", "url"}
+	subscriber := []string{"o", "token", "url", "workspace"}
 	commands := []struct {
 		args  []string
 		flags []string
@@ -44,6 +45,15 @@ func TestHelpEverywhere(t *testing.T) {
 		{[]string{"suppressions", "list"}, append([]string{"cursor", "limit", "workspace"}, operator...)},
 		{[]string{"suppressions", "clear"}, append([]string{"external-id", "workspace"}, operator...)},
 		{[]string{"installations"}, append([]string{"connection"}, operator...)},
+		{[]string{"subscriptions"}, nil},
+		{[]string{"subscriptions", "list"}, subscriber},
+		{[]string{"subscriptions", "create"}, append([]string{"description", "endpoint", "types"}, subscriber...)},
+		{[]string{"subscriptions", "get"}, subscriber},
+		{[]string{"subscriptions", "update"}, append([]string{"description", "disable", "enable", "endpoint", "types"}, subscriber...)},
+		{[]string{"subscriptions", "delete"}, subscriber},
+		{[]string{"subscriptions", "rotate-secret"}, subscriber},
+		{[]string{"subscriptions", "deliveries"}, append([]string{"cursor", "limit", "status"}, subscriber...)},
+		{[]string{"subscriptions", "replay"}, append([]string{"event", "since"}, subscriber...)},
 		{[]string{"recover"}, append([]string{"connection", "dry-run", "since"}, operator...)},
 		{[]string{"mcp"}, []string{"config", "database-url", "log-level"}},
 		{[]string{"help"}, nil},

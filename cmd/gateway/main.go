@@ -1,8 +1,9 @@
 // Command gateway is the tracker gateway: `gateway serve` runs it, `gateway
 // migrate` applies the schema, `gateway send` signs and posts a payload as a
 // provider would, `gateway deliveries|suppressions|prune|recover` are operator
-// tools, `gateway mcp` serves the agent tools on stdio and `gateway version`
-// says which build this is. Every command answers -h and --help. This
+// tools, `gateway subscriptions` manages a workspace's webhook subscriptions,
+// `gateway mcp` serves the agent tools on stdio and `gateway version` says
+// which build this is. Every command answers -h and --help. This
 // package wires components and parses flags; the logic lives in internal/
 // and connectors/.
 package main
@@ -58,6 +59,8 @@ func Main(ctx context.Context, args []string, env Env, stdout, stderr io.Writer)
 		err = deliveries(ctx, args[1:], env, stdout, stderr)
 	case "suppressions":
 		err = suppressions(ctx, args[1:], env, stdout, stderr)
+	case "subscriptions":
+		err = subscriptions(ctx, args[1:], env, stdout, stderr)
 	case "installations":
 		err = installations(ctx, args[1:], env, stdout, stderr)
 	case "prune":
@@ -97,6 +100,7 @@ commands:
   send           sign and post a payload as a provider would
   deliveries     list | get ID | replay ID | replay --FILTER... (bulk)  (operators)
   suppressions   list | clear --workspace W --external-id X  (operators)
+  subscriptions  list | create | get | update | delete | rotate-secret | deliveries | replay  (webhooks out)
   installations  --connection ID: a GitHub App's installations  (operators)
   prune          delete expired deliveries and read events once [--dry-run]
   recover        ask a provider to redeliver what it failed to deliver  (operators)

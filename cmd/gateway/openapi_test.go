@@ -222,6 +222,18 @@ func TestOpenAPIResponses(t *testing.T) {
 		c.call(http.MethodGet, "/readyz", nil, http.StatusOK)
 		c.call(http.MethodGet, "/metrics", nil, http.StatusOK)
 
+		// A webhook subscription, owed every event from here on. Its URL is
+		// a loopback address, which this gateway (outbound.allow_private
+		// off) refuses to connect to: its deliveries fail, nothing is sent.
+		subs := ws + "/subscriptions"
+		var sub struct {
+			ID string `json:"id"`
+		}
+		decode(t, c.call(http.MethodPost, subs, map[string]any{"url": "https://127.0.0.1:9/hook", "description": "openapi"},
+			http.StatusCreated).body, &sub)
+		c.call(http.MethodPost, subs, map[string]any{"url": "https://u:p@example.com/"}, http.StatusBadRequest)
+		c.call(http.MethodPost, "/api/v1/workspaces/nope/subscriptions", map[string]any{"url": "https://127.0.0.1:9/"}, http.StatusNotFound)
+
 		// A webhook becomes a task; its redelivery is a duplicate.
 		opened := fixtureHook(t, "github/issues.opened.json").withKey("openapi-opened")
 		var rc receipt
@@ -411,6 +423,27 @@ func TestOpenAPIResponses(t *testing.T) {
 		}
 		c.call(http.MethodGet, "/api/v1/connections/github/installations", nil, http.StatusOK)
 		c.call(http.MethodGet, "/api/v1/connections/nope/installations", nil, http.StatusNotFound)
+
+		// The subscription's deliveries (attempted and refused by now, or
+		// still pending), changed, rotated, replayed and deleted.
+		one := subs + "/" + sub.ID
+		c.call(http.MethodGet, subs, nil, http.StatusOK)
+		c.call(http.MethodGet, one, nil, http.StatusOK)
+		c.call(http.MethodGet, subs+"/sub_nope", nil, http.StatusNotFound)
+		poll(t, "a refused outbound attempt", waitTimeout, func() bool {
+			got := c.call(http.MethodGet, one+"/deliveries?status=retrying&limit=1", nil, http.StatusOK)
+			return strings.Contains(string(got.body), "loopback")
+		})
+		c.call(http.MethodGet, one+"/deliveries", nil, http.StatusOK)
+		c.call(http.MethodGet, one+"/deliveries?status=bogus", nil, http.StatusBadRequest)
+		c.call(http.MethodPatch, one, map[string]any{"enabled": false, "types": []string{"task.created", "task.deleted"}}, http.StatusOK)
+		c.call(http.MethodPatch, one, map[string]any{"types": []string{"task.nope"}}, http.StatusBadRequest)
+		c.call(http.MethodPost, one+"/rotate-secret", nil, http.StatusOK)
+		c.call(http.MethodPost, one+"/replay", map[string]any{"since": "1h"}, http.StatusOK)
+		c.call(http.MethodPost, one+"/replay", map[string]any{}, http.StatusBadRequest)
+		c.call(http.MethodPost, one+"/replay", map[string]any{"event_id": "evt_7fffffffffffffff"}, http.StatusNotFound)
+		c.call(http.MethodDelete, one, nil, http.StatusNoContent)
+		c.call(http.MethodDelete, one, nil, http.StatusNotFound)
 
 		// Workspaces.
 		c.call(http.MethodGet, "/api/v1/workspaces", nil, http.StatusOK)

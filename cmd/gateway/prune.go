@@ -19,8 +19,9 @@ var pruneUsage = usageText{
 	line: "prune [--dry-run] [flags]",
 	summary: "Runs one retention pass and prints what it deleted per kind: the succeeded, ignored and suppressed\n" +
 		"deliveries that finished longer ago than retention.processed, the failed ones older than\n" +
-		"retention.failed, and the outbox events every consumer has read that are older than\n" +
-		"retention.events (the --config file's retention block; without one 168h, 720h and 168h). Queued,\n" +
+		"retention.failed, the outbox events every consumer has read and no enabled webhook subscription\n" +
+		"still owes that are older than retention.events (the --config file's retention block; without one\n" +
+		"168h, 720h and 168h), and the subscriptions' deliveries of the events removed. Queued,\n" +
 		"processing and retrying deliveries, tasks, suppressions, aliases and associations are never\n" +
 		"deleted. --dry-run deletes nothing and prints what a pass would delete. A pass a running gateway\n" +
 		"is making at the same moment is not doubled: this one then fails and may be run again.",
@@ -106,5 +107,6 @@ func prune(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	fmt.Fprintf(tw, "%s\t%d\n", retention.KindDeliveriesProcessed, counts.DeliveriesProcessed)
 	fmt.Fprintf(tw, "%s\t%d\n", retention.KindDeliveriesFailed, counts.DeliveriesFailed)
 	fmt.Fprintf(tw, "%s\t%d\n", retention.KindEvents, counts.Events)
+	fmt.Fprintf(tw, "%s\t%d\n", retention.KindOutboundDeliveries, counts.OutboundDeliveries)
 	return tw.Flush()
 }

@@ -123,9 +123,9 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 const (
-	pruneTable = "KIND                  DELETED\ndeliveries_processed  2\ndeliveries_failed     1\nevents                2\n"
-	dryTable   = "KIND                  WOULD DELETE\ndeliveries_processed  2\ndeliveries_failed     1\nevents                2\n"
-	emptyTable = "KIND                  DELETED\ndeliveries_processed  0\ndeliveries_failed     0\nevents                0\n"
+	pruneTable = "KIND                  DELETED\ndeliveries_processed  2\ndeliveries_failed     1\nevents                2\noutbound_deliveries   0\n"
+	dryTable   = "KIND                  WOULD DELETE\ndeliveries_processed  2\ndeliveries_failed     1\nevents                2\noutbound_deliveries   0\n"
+	emptyTable = "KIND                  DELETED\ndeliveries_processed  0\ndeliveries_failed     0\nevents                0\noutbound_deliveries   0\n"
 )
 
 // TestPruneCLI: `gateway prune --dry-run` counts and deletes nothing;
@@ -142,7 +142,7 @@ func TestPruneCLI(t *testing.T) {
 			wantLeft []string
 		}{
 			{[]string{"--dry-run"}, dryTable, all},
-			{[]string{"--dry-run", "-o", "json"}, `{"dry_run":true,"deliveries_processed":2,"deliveries_failed":1,"events":2}`, all},
+			{[]string{"--dry-run", "-o", "json"}, `{"dry_run":true,"deliveries_processed":2,"deliveries_failed":1,"events":2,"outbound_deliveries":0}`, all},
 			{nil, pruneTable, kept},
 			{nil, emptyTable, kept},
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/outbound"
 	"github.com/trackergateway/gateway/internal/projection"
 	"github.com/trackergateway/gateway/internal/providerapi"
 	"github.com/trackergateway/gateway/internal/recovery"
@@ -411,6 +412,15 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	}
 	pruner := retention.New(st, logger, now, retain)
 	pruner.OnDeleted = m.RetentionDeleted
+	outboundPolicy, err := cfg.Outbound.Policy()
+	if err != nil {
+		return err
+	}
+	sender := outbound.New(st, logger, now, outbound.Options{RetrySchedule: outboundPolicy.RetrySchedule,
+		DisableAfter: outboundPolicy.DisableAfter, AllowHTTP: outboundPolicy.AllowHTTP,
+		Guard: outbound.Guard{AllowPrivate: outboundPolicy.AllowPrivate}, Metrics: m})
+	m.WatchOutbound(st, now, metrics.DefaultStatsInterval)
+	subscriptions := outbound.NewAPI(st, logger, now, outboundPolicy.AllowHTTP)
 	missed := recovery.New(st, lookupConn, logger, now)
 	missed.Metrics = m
 	missed.Apps = apps
@@ -436,9 +446,10 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Metrics:       m,
 		MCP:           mcpserver.New(api, deliveries, feed, logger, moduleVersion()),
 		Events:        feed,
+		Subscriptions: subscriptions,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Installations: installations,
-			Connections: connectionIDs}, logger, now),
+			Subscriptions: subscriptions, Connections: connectionIDs}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})
@@ -449,8 +460,9 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	// Stopping (ctx ends: SIGTERM, SIGINT) is graceful and in this order:
 	// the listener closes; webhooks in flight finish and are committed (the
 	// receiver keeps committing until the HTTP server has stopped, so none
-	// is answered 503); the workers claim nothing more and finish the
-	// delivery in hand; recovery, projection and retention stop. --shutdown-timeout
+	// is answered 503); the workers (inbox and outbound) claim nothing more
+	// and finish the delivery in hand; recovery, projection and retention
+	// stop. --shutdown-timeout
 	// bounds it all: when it expires, whatever still runs is cancelled. An
 	// upload not yet acknowledged then gets no 202 and its provider retries;
 	// nothing acknowledged is lost, as a 202 follows the commit. The run
@@ -466,6 +478,9 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	var receiving, working, background sync.WaitGroup
 	receiving.Go(func() { _ = receiver.Run(receiverCtx) })
 	working.Go(func() { _ = worker.Run(store.WithDeferredSync(hardCtx)) })
+	// Outbound writes are derived too: a lost one sends an event again,
+	// never loses it.
+	working.Go(func() { _ = sender.Run(store.WithDeferredSync(hardCtx)) })
 	background.Go(func() { recoverer.Run(store.WithDeferredSync(backgroundCtx)) })
 	background.Go(func() { projector.Run(store.WithDeferredSync(backgroundCtx)) })
 	background.Go(func() { pruner.Run(store.WithDeferredSync(backgroundCtx)) })
@@ -510,6 +525,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	stopReceiver()
 	receiving.Wait()
 	worker.Drain()
+	sender.Drain()
 	working.Wait()
 	stopBackground()
 	background.Wait()

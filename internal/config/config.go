@@ -35,6 +35,8 @@ type Config struct {
 	// Retention: how long finished deliveries and read outbox events are
 	// kept (retention.go).
 	Retention Retention `yaml:"retention"`
+	// Outbound: webhook subscriptions' delivery rules (outbound.go).
+	Outbound Outbound `yaml:"outbound"`
 }
 
 // Workspace as configured.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trackergateway/gateway/internal/httpapi"
+	"github.com/trackergateway/gateway/internal/outbound"
 	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks"
@@ -83,6 +84,18 @@ type Recovery interface {
 	Recover(ctx context.Context, connectionID string, opts recovery.Options) (recovery.Result, error)
 }
 
+// Subscriptions are the webhook subscriptions a principal may see
+// (outbound.API).
+type Subscriptions interface {
+	List(ctx context.Context, p httpapi.Principal, ws string) ([]store.Subscription, error)
+	Visible(ctx context.Context, p httpapi.Principal, ws, sid string) (store.Subscription, error)
+	Deliveries(ctx context.Context, sid, status string, limit int, cursor string) ([]store.OutboundDelivery, string, error)
+	Replay(ctx context.Context, p httpapi.Principal, s store.Subscription, eventID, since string) (outbound.ReplayJSON, error)
+	// Lags is the commit time of the oldest event each subscription is
+	// owed and has not been delivered (absent or zero: none).
+	Lags(ctx context.Context) (map[string]time.Time, error)
+}
+
 // Deps are what the console serves from. Every field is required.
 type Deps struct {
 	Sessions      Sessions
@@ -93,6 +106,7 @@ type Deps struct {
 	Tasks         Tasks
 	Recovery      Recovery
 	Installations Installations
+	Subscriptions Subscriptions
 	// Connections are the IDs of the configured connections, in the
 	// order the overview lists them.
 	Connections []string

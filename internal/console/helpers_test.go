@@ -22,6 +22,7 @@ import (
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/outbound"
 	"github.com/trackergateway/gateway/internal/projection"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
@@ -89,6 +90,7 @@ func newEnvWithRecovery(t *testing.T, st *sqlstore.Store, recovery func(now func
 	deliveries := inbox.NewOperators(st, logger, now)
 	suppressions := ingest.NewSuppressions(st, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
+	subscriptions := outbound.NewAPI(st, logger, now, true)
 	r := server.NewRouter(server.Deps{
 		Receiver:      receiver,
 		Tasks:         taskAPI,
@@ -100,7 +102,8 @@ func newEnvWithRecovery(t *testing.T, st *sqlstore.Store, recovery func(now func
 		Metrics:       metrics.New(prometheus.NewRegistry()),
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: recovery(now),
-			Installations: installations, Connections: []string{"gh", "gl"}}, logger, now),
+			Installations: installations, Subscriptions: subscriptions, Connections: []string{"gh", "gl"}}, logger, now),
+		Subscriptions: subscriptions,
 		Authenticator: authenticator,
 		Logger:        logger,
 	})

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 )
 
@@ -21,7 +22,7 @@ var stylesheet []byte
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{"login", "error", "overview", "deliveries", "delivery", "replay",
-	"suppressions", "tasks", "task", "recover", "installations"}
+	"suppressions", "tasks", "task", "recover", "installations", "subscriptions", "subscription"}
 
 type pages map[string]*template.Template
 
@@ -47,6 +48,7 @@ var navigation = []navItem{
 	{Path: "/ui/replay", Label: "Bulk replay", AdminOnly: true},
 	{Path: "/ui/suppressions", Label: "Suppressions", AdminOnly: true},
 	{Path: "/ui/recover", Label: "Missed deliveries", AdminOnly: true},
+	{Path: "/ui/subscriptions", Label: "Subscriptions"},
 }
 
 // layout is what every page's template gets: the page's own data in Data.
@@ -108,12 +110,15 @@ const timeLayout = "2006-01-02 15:04:05 UTC"
 
 func (c *Console) templateFuncs() template.FuncMap {
 	return template.FuncMap{
-		"utc":     func(t time.Time) string { return t.UTC().Format(timeLayout) },
-		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"ago":     func(t time.Time) string { return relative(c.now().Sub(t)) },
-		"age":     func(t time.Time) string { return duration(c.now().Sub(t)) },
-		"deref":   func(t *time.Time) time.Time { return *t },
-		"query":   func(v url.Values) template.URL { return template.URL(v.Encode()) },
+		"utc":        func(t time.Time) string { return t.UTC().Format(timeLayout) },
+		"rfc3339":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"ago":        func(t time.Time) string { return relative(c.now().Sub(t)) },
+		"age":        func(t time.Time) string { return duration(c.now().Sub(t)) },
+		"deref":      func(t *time.Time) time.Time { return *t },
+		"query":      func(v url.Values) template.URL { return template.URL(v.Encode()) },
+		"evt":        events.FormatID,
+		"parked":     parked,
+		"replayable": replayable,
 	}
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"regexp"
@@ -31,6 +32,9 @@ func gatheredFamilies(t *testing.T) (names map[string]bool, histograms map[strin
 	m.RetentionDeleted("deliveries", 1)
 	m.MissedDeliveryRedelivered("c")
 	m.InboxCommitted(1)
+	m.OutboundDelivery("sub_1", store.OutboundSucceeded)
+	m.OutboundAttemptTook(time.Millisecond)
+	m.WatchOutbound(lagsOf{{SubscriptionID: "sub_1"}}, nil, 0)
 	mfs, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
@@ -44,6 +48,11 @@ func gatheredFamilies(t *testing.T) (names map[string]bool, histograms map[strin
 	}
 	return names, histograms
 }
+
+// lagsOf is a fixed reading of the subscriptions' lags.
+type lagsOf []store.SubscriptionLag
+
+func (l lagsOf) SubscriptionLags(context.Context) ([]store.SubscriptionLag, error) { return l, nil }
 
 // metricName matches the identifiers of a PromQL expression that name the
 // gateway's, the Go runtime's or the process's series.

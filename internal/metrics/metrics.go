@@ -52,6 +52,7 @@ type Metrics struct {
 	deliveries         *prometheus.GaugeVec
 	oldestQueuedSecond prometheus.Gauge
 	inbox              *inboxGauges
+	outbound           *outboundMetrics
 	handler            http.Handler
 }
 
@@ -109,6 +110,8 @@ func New(reg *prometheus.Registry) *Metrics {
 		}),
 	}
 	m.inbox = &inboxGauges{m: m}
+	m.outbound = newOutboundMetrics()
+	reg.MustRegister(m.outbound.collectors()...)
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	reg.MustRegister(m.webhookRequests, m.webhookAck, m.commitReceipts, m.processing, m.taskActions, m.recoveryActions,
 		m.providerAPI, m.retentionDeleted, m.redelivered, m.inbox,

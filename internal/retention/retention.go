@@ -1,6 +1,8 @@
 // Package retention prunes what the gateway no longer needs: finished
-// deliveries past their retention period and outbox events every consumer
-// has read (docs/design.md, "Retention"). Every replica runs a Pruner; a
+// deliveries past their retention period, outbox events every consumer
+// has read and no enabled webhook subscription still owes, and the
+// subscriptions' delivery rows of the events removed (docs/design.md,
+// "Retention"). Every replica runs a Pruner; a
 // named database lease lets one at a time do the work. It deletes in small
 // batches, each its own short transaction, and pauses between them so the
 // inbox's writes (SQLite has one writer) are never held up for long. It never
@@ -28,10 +30,13 @@ const (
 	KindDeliveriesProcessed = "deliveries_processed"
 	KindDeliveriesFailed    = "deliveries_failed"
 	KindEvents              = "events"
+	// KindOutboundDeliveries: the deliveries to webhook subscriptions of
+	// events no longer kept; a delivery row goes with its event.
+	KindOutboundDeliveries = "outbound_deliveries"
 )
 
 // Kinds are every kind of pruned row.
-var Kinds = []string{KindDeliveriesProcessed, KindDeliveriesFailed, KindEvents}
+var Kinds = []string{KindDeliveriesProcessed, KindDeliveriesFailed, KindEvents, KindOutboundDeliveries}
 
 // LeaseName is the job lease the pruners of all replicas share.
 const LeaseName = "retention"
@@ -61,6 +66,7 @@ type Counts struct {
 	DeliveriesProcessed int64 `json:"deliveries_processed"`
 	DeliveriesFailed    int64 `json:"deliveries_failed"`
 	Events              int64 `json:"events"`
+	OutboundDeliveries  int64 `json:"outbound_deliveries"`
 }
 
 // Pruner runs retention passes.
@@ -123,7 +129,7 @@ func (p *Pruner) Run(ctx context.Context) {
 			p.logger.Warn("retention pass failed", "error", err)
 		case counts != Counts{}:
 			p.logger.Info("retention pass", "deliveries_processed", counts.DeliveriesProcessed,
-				"deliveries_failed", counts.DeliveriesFailed, "events", counts.Events)
+				"deliveries_failed", counts.DeliveriesFailed, "events", counts.Events, "outbound_deliveries", counts.OutboundDeliveries)
 		}
 		select {
 		case <-ctx.Done():
@@ -162,6 +168,15 @@ func (p *Pruner) kinds(c *Counts) []kind {
 			func(ctx context.Context, before time.Time, limit int) (int64, error) {
 				return p.st.DeleteReadTaskEvents(ctx, p.Consumers, before, limit)
 			}, &c.Events},
+		// After the events: a pass removes the deliveries of the events it
+		// has just removed. Kept as long as the events are.
+		{KindOutboundDeliveries, p.policy.Events,
+			func(ctx context.Context, _ time.Time) (int64, error) {
+				return p.st.CountOrphanedOutboundDeliveries(ctx)
+			},
+			func(ctx context.Context, _ time.Time, limit int) (int64, error) {
+				return p.st.DeleteOrphanedOutboundDeliveries(ctx, limit)
+			}, &c.OutboundDeliveries},
 	}
 }
 

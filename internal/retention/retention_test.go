@@ -421,11 +421,12 @@ func TestPruningYields(t *testing.T) {
 		if got.DeliveriesProcessed != 30 {
 			t.Errorf("deleted %d, want 30", got.DeliveriesProcessed)
 		}
-		// Six batches: 10, 10, 10 and an empty one of processed deliveries,
-		// one of failed ones, one of events. After the 3 ms one 4 × 3 ms,
-		// after the 1 ms ones the 7 ms Pause.
+		// Seven batches: 10, 10, 10 and an empty one of processed
+		// deliveries, one of failed ones, one of events, one of outbound
+		// deliveries. After the 3 ms one 4 × 3 ms, after the 1 ms ones the
+		// 7 ms Pause.
 		ms := time.Millisecond
-		if want := []time.Duration{12 * ms, 7 * ms, 7 * ms, 7 * ms, 7 * ms}; !slices.Equal(waits, want) {
+		if want := []time.Duration{12 * ms, 7 * ms, 7 * ms, 7 * ms, 7 * ms, 7 * ms}; !slices.Equal(waits, want) {
 			t.Errorf("waits = %v, want %v", waits, want)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/outbound"
 	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/tasks"
 )
@@ -42,6 +43,8 @@ type Deps struct {
 	MCP *mcpserver.Gateway
 	// Events serves the task events feed.
 	Events *events.Feed
+	// Subscriptions serves the webhook subscriptions of each workspace.
+	Subscriptions *outbound.API
 	// Authenticator checks the bearer token of every /api/ route.
 	Authenticator *httpapi.Authenticator
 	// Logger is where the admin requirement writes its errors.
@@ -77,7 +80,7 @@ type route struct {
 }
 
 // table is every route of the gateway. Handlers read their path variables
-// by the names written here: {connection}, {id}, {operation_id}.
+// by the names written here: {connection}, {id}, {operation_id}, {sid}.
 func table(d Deps) []route {
 	const (
 		GET, POST, PATCH, DELETE = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
@@ -100,6 +103,16 @@ func table(d Deps) []route {
 		{GET, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.LookupTask},
 		{DELETE, "/api/v1/workspaces/{id}/tasks/by-external-id", token, d.Tasks.ReleaseExternalID},
 		{GET, "/api/v1/workspaces/{id}/events", token, d.Events.ListEvents},
+
+		// Webhook subscriptions of a workspace (task events out).
+		{POST, "/api/v1/workspaces/{id}/subscriptions", token, d.Subscriptions.CreateSubscription},
+		{GET, "/api/v1/workspaces/{id}/subscriptions", token, d.Subscriptions.ListSubscriptions},
+		{GET, "/api/v1/workspaces/{id}/subscriptions/{sid}", token, d.Subscriptions.GetSubscription},
+		{PATCH, "/api/v1/workspaces/{id}/subscriptions/{sid}", token, d.Subscriptions.UpdateSubscription},
+		{DELETE, "/api/v1/workspaces/{id}/subscriptions/{sid}", token, d.Subscriptions.DeleteSubscription},
+		{POST, "/api/v1/workspaces/{id}/subscriptions/{sid}/rotate-secret", token, d.Subscriptions.RotateSecret},
+		{GET, "/api/v1/workspaces/{id}/subscriptions/{sid}/deliveries", token, d.Subscriptions.ListDeliveries},
+		{POST, "/api/v1/workspaces/{id}/subscriptions/{sid}/replay", token, d.Subscriptions.ReplayDeliveries},
 
 		// Operators.
 		{GET, "/api/v1/deliveries", admin, d.Deliveries.ListDeliveries},
@@ -149,6 +162,9 @@ func table(d Deps) []route {
 		{POST, "/ui/recover", sessionAdmin, d.Console.Recover},
 		{GET, "/ui/workspaces/{id}/tasks", session, d.Console.WorkspaceTasks},
 		{GET, "/ui/tasks/{id}", session, d.Console.Task},
+		{GET, "/ui/subscriptions", session, d.Console.Subscriptions},
+		{GET, "/ui/subscriptions/{id}", session, d.Console.Subscription},
+		{POST, "/ui/subscriptions/{id}/replay", session, d.Console.ReplaySubscription},
 
 		// Agent tools (Model Context Protocol, streamable HTTP): the same
 		// bearer tokens, the tools scope them as the API does. Stateless,

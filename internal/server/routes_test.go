@@ -24,6 +24,7 @@ import (
 	"github.com/trackergateway/gateway/internal/ingest"
 	"github.com/trackergateway/gateway/internal/mcpserver"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/outbound"
 	"github.com/trackergateway/gateway/internal/recovery"
 	"github.com/trackergateway/gateway/internal/server"
 	"github.com/trackergateway/gateway/internal/store"
@@ -68,6 +69,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 	authenticator := httpapi.NewAuthenticator(st, logger, now)
 	missed := recovery.New(st, noConnections, logger, now)
 	feed := events.NewFeed(st, logger)
+	subscriptions := outbound.NewAPI(st, logger, now, false)
 	return server.NewRouter(server.Deps{
 		Receiver:      receiver,
 		Tasks:         taskAPI,
@@ -75,13 +77,15 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		Suppressions:  suppressions,
 		Installations: installations,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
-			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed, Installations: installations}, logger, now),
+			Deliveries: deliveries, Suppressions: suppressions, Tasks: taskAPI, Recovery: missed, Installations: installations,
+			Subscriptions: subscriptions}, logger, now),
 		Creations:     idempotency.NewOperators(coord, logger),
 		Recovery:      recovery.NewOperators(missed, logger),
 		Readiness:     inbox.NewReadiness(st, receiver, now),
 		Metrics:       metrics.New(prometheus.NewRegistry()),
 		MCP:           mcpserver.New(taskAPI, deliveries, feed, logger, "test"),
 		Events:        feed,
+		Subscriptions: subscriptions,
 		Authenticator: authenticator,
 		Logger:        logger,
 	})

@@ -28,7 +28,9 @@ type RetentionQueries interface {
 	// CountReadTaskEvents counts the outbox events created before
 	// createdBefore that every consumer has read: at or below the cursor of
 	// each of consumers (one without a cursor has read nothing) and of every
-	// other consumer that has saved one.
+	// other consumer that has saved one, and that no enabled webhook
+	// subscription still owes (past its position, or an unfinished
+	// delivery; a disabled one holds nothing).
 	CountReadTaskEvents(ctx context.Context, consumers []string, createdBefore time.Time) (int64, error)
 	// DeleteReadTaskEvents deletes up to limit of the events
 	// CountReadTaskEvents counts, oldest first, and returns how many.

@@ -119,6 +119,7 @@ type Queries interface {
 	RedeliveryQueries
 	InstallationQueries
 	LinkQueries
+	SubscriptionQueries
 }
 
 // Workspace is a tenant: tasks, steps and tokens belong to one.

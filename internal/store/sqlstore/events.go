@@ -18,7 +18,6 @@ func (q queries) AppendTaskEvent(ctx context.Context, e store.TaskEvent) (int64,
 	defer cancel()
 	var id int64
 	err := q.write(ctx, func(q queries) error {
-		q.appending()
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}
@@ -33,7 +32,6 @@ func (q queries) FinishCreation(ctx context.Context, operationID, outcome string
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	return q.write(ctx, func(q queries) error {
-		q.appending()
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}
@@ -94,7 +92,6 @@ func (q queries) InsertCompletedOperations(ctx context.Context, ops []store.Oper
 		opArgs = append(opArgs, row...)
 	}
 	return q.write(ctx, func(q queries) error {
-		q.appending()
 		if err := q.d.LockOutbox(ctx, q.ex); err != nil {
 			return q.wrap("lock outbox", err)
 		}

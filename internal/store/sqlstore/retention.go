@@ -71,7 +71,8 @@ func (q queries) DeleteExpiredDeliveries(ctx context.Context, statuses []string,
 
 // readBound is the highest event ID every consumer has read: the lowest
 // cursor among consumers (0 for one that has none) and every consumer that
-// saved a cursor; 0 when no consumer is known at all.
+// saved a cursor, and below every event an enabled subscription still owes
+// (outboundBound); 0 when no consumer is known at all.
 func (q queries) readBound(ctx context.Context, consumers []string) (int64, error) {
 	rows, err := q.ex.Query(ctx, `SELECT consumer, last_event_id FROM outbox_cursors`)
 	if err != nil {
@@ -104,6 +105,13 @@ func (q queries) readBound(ctx context.Context, consumers []string) (int64, erro
 	}
 	for _, id := range cursors {
 		low(id)
+	}
+	owed, ok, err := q.outboundBound(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		low(owed)
 	}
 	return bound, nil
 }

@@ -109,8 +109,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx store.Queries) error) error
 	return nil
 }
 
-// runInTx runs fn on tx; a panic rolls tx back and goes on. appended is set
-// when fn appends a task event.
+// runInTx runs fn on tx; a panic rolls tx back and goes on. appended is
+// set when fn appended to the outbox.
 func (s *Store) runInTx(ctx context.Context, tx Tx, appended *bool, fn func(store.Queries) error) error {
 	defer func() {
 		if p := recover(); p != nil {
@@ -118,13 +118,25 @@ func (s *Store) runInTx(ctx context.Context, tx Tx, appended *bool, fn func(stor
 			panic(p)
 		}
 	}()
-	return fn(queries{ex: tx, d: s.driver, inTx: true, appended: appended})
+	return fn(queries{ex: tx, d: outboxWatch{Driver: s.driver, appended: appended}, inTx: true})
 }
 
-// notifyEvents tells readers waiting for task events
-// (store.EventsChannel) that a transaction appending some has committed:
-// at once in this process, and through the driver to other replicas.
-// Best effort, like every notification: readers also look on their own.
+// outboxWatch is the driver as one transaction sees it: it remembers that
+// the transaction took the outbox lock, which every append to the outbox
+// takes, so the store can tell the outbound fan-out once it commits
+// (store.EventsChannel), whichever statement appended.
+type outboxWatch struct {
+	Driver
+	appended *bool
+}
+
+func (w outboxWatch) LockOutbox(ctx context.Context, tx Executor) error {
+	*w.appended = true
+	return w.Driver.LockOutbox(ctx, tx)
+}
+
+// notifyEvents wakes the outbound fan-out (this process at once, other
+// replicas through the driver). Best effort: the fan-out also polls.
 func notifyEvents(ctx context.Context, d Driver) {
 	_ = d.Notify(context.WithoutCancel(ctx), store.EventsChannel)
 }
@@ -162,16 +174,6 @@ type queries struct {
 	ex   Executor
 	d    Driver
 	inTx bool
-	// appended, inside a transaction, is set once it appends a task event,
-	// so that its commit notifies store.EventsChannel.
-	appended *bool
-}
-
-// appending records that the transaction appends a task event.
-func (q queries) appending() {
-	if q.appended != nil {
-		*q.appended = true
-	}
 }
 
 func withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -306,7 +308,7 @@ func (q queries) write(ctx context.Context, fn func(queries) error) error {
 		return fmt.Errorf("begin: %w", q.classify(err))
 	}
 	var appended bool
-	if err := fn(queries{ex: tx, d: q.d, inTx: true, appended: &appended}); err != nil {
+	if err := fn(queries{ex: tx, d: outboxWatch{Driver: q.d, appended: &appended}, inTx: true}); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}

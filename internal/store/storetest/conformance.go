@@ -43,6 +43,7 @@ var areas = []struct {
 	{"redelivery requests", redeliveryTests},
 	{"github installations", installationTests},
 	{"contribution links and former references", linkTests},
+	{"webhook subscriptions", subscriptionTests},
 }
 
 // Conformance runs the driver conformance suite on every dialect, each test

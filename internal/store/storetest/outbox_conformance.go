@@ -15,7 +15,6 @@ import (
 var outboxTests = []contractTest{
 	{name: "outbox appends in order", fn: testOutbox},
 	{name: "a workspace's events are paged by id, type and window", fn: testWorkspaceEvents},
-	{name: "a commit that appends events notifies their channel", fn: testEventsNotify},
 }
 
 func testOutbox(t *testing.T, s store.Store) {
@@ -117,34 +116,5 @@ func testWorkspaceEvents(t *testing.T, s store.Store) {
 	if len(got) != 1 || got[0].Type != "task.updated" || got[0].Payload != `{"n":4}` || got[0].Revision != 1 ||
 		!got[0].CreatedAt.Equal(epoch.Add(4*time.Second)) {
 		t.Errorf("event after %d = %+v, want the fifth as appended", mine[3], got)
-	}
-}
-
-// testEventsNotify: the commit of a transaction that appends an event
-// notifies store.EventsChannel (the feed's waiting requests rely on it; a
-// spurious wake-up only costs them a read).
-func testEventsNotify(t *testing.T, s store.Store) {
-	ctx := context.Background()
-	woken := make(chan error, 1)
-	go func() { woken <- s.WaitForNotification(ctx, store.EventsChannel) }()
-	// A commit before the waiter subscribed is not for it: append until it
-	// wakes.
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		must(t, s.InTx(ctx, func(tx store.Queries) error {
-			_, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: "ws", TaskID: uuid.NewString(), Revision: 1,
-				Type: store.EventTaskCreated, Payload: `{}`, CreatedAt: epoch})
-			return err
-		}))
-		select {
-		case err := <-woken:
-			must(t, err)
-			return
-		case <-tick.C:
-		case <-deadline:
-			t.Fatal("waiter not woken within 10s of appended events")
-		}
 	}
 }
