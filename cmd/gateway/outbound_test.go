@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/trackergateway/gateway/internal/events"
@@ -221,7 +222,14 @@ func TestOutboundEndToEnd(t *testing.T) {
 		if p := page.Deliveries[0]; p.EventID != r.ID || p.Attempts != 2 || p.LastResponseCode != 200 {
 			t.Errorf("delivery = %+v, want %s succeeded at attempt 2", p, r.ID)
 		}
-		families := g.scrape(t)
+		// The worker counts an attempt once its outcome is committed, so
+		// the scrape may come first: wait for the counted success.
+		var families map[string]*dto.MetricFamily
+		poll(t, "the success counted", waitTimeout, func() bool {
+			families = g.scrape(t)
+			m := findMetric(families, "gateway_outbound_deliveries_total", map[string]string{"subscription": sub.ID, "outcome": "succeeded"})
+			return m != nil && counterAtLeast(1)(m) && histogramCountAtLeast(2)(findMetric(families, "gateway_outbound_attempt_seconds", nil))
+		})
 		if m := findMetric(families, "gateway_outbound_deliveries_total", map[string]string{"subscription": sub.ID, "outcome": "succeeded"}); m == nil || !counterAtLeast(1)(m) {
 			t.Errorf("gateway_outbound_deliveries_total{outcome=succeeded} = %v", m)
 		}

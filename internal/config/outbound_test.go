@@ -28,7 +28,7 @@ func TestOutbound(t *testing.T) {
 		{"a schedule that is not a list", "outbound:\n  retry_schedule: 5s\n", OutboundPolicy{}, `outbound.retry_schedule: must be a list`},
 		{"not a boolean", "outbound:\n  allow_http: sometimes\n", OutboundPolicy{}, `line 18: outbound.allow_http: must be true or false`},
 		{"negative disable_after", "outbound:\n  disable_after: -1h\n", OutboundPolicy{}, `outbound.disable_after: "-1h" must be positive, or 0 to never disable`},
-		{"unknown key", "outbound:\n  timeout: 5s\n", OutboundPolicy{}, `outbound: unknown key "timeout"`},
+		{"unknown key", "outbound:\n  timeout: 5s\n", OutboundPolicy{}, `unknown key timeout in outbound`},
 		{"not a mapping", "outbound: true\n", OutboundPolicy{}, `outbound: must be a mapping`},
 	}
 	for _, tc := range tests {
