@@ -332,11 +332,18 @@ func (d *Driver) notifyLoop(ctx context.Context) {
 		}
 		clear(d.notifyPending)
 		d.mu.Unlock()
-		for _, ch := range channels {
+		// One statement for every channel due (the inbox's and the task
+		// events' are both due under load): one commit, not one each.
+		calls := make([]string, len(channels))
+		args := make([]any, len(channels))
+		for i, ch := range channels {
+			calls[i], args[i] = fmt.Sprintf("pg_notify($%d, '')", i+1), ch
+		}
+		if len(channels) > 0 {
 			nctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if _, err := d.pool.Exec(nctx, `SELECT pg_notify($1, '')`, ch); err != nil && ctx.Err() == nil {
+			if _, err := d.pool.Exec(nctx, `SELECT `+strings.Join(calls, ", "), args...); err != nil && ctx.Err() == nil {
 				// Best effort: other replicas' workers also poll.
-				d.logger.Warn("notify other replicas failed", "channel", ch, "error", err)
+				d.logger.Warn("notify other replicas failed", "channels", strings.Join(channels, ","), "error", err)
 			}
 			cancel()
 		}

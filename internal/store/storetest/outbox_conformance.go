@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 var outboxTests = []contractTest{
 	{name: "outbox appends in order", fn: testOutbox},
 	{name: "a workspace's events are paged by id, type and window", fn: testWorkspaceEvents},
+	{name: "a reader paging after its cursor never skips an event committed later", fn: testEventsInCommitOrder},
 }
 
 func testOutbox(t *testing.T, s store.Store) {
@@ -116,5 +118,72 @@ func testWorkspaceEvents(t *testing.T, s store.Store) {
 	if len(got) != 1 || got[0].Type != "task.updated" || got[0].Payload != `{"n":4}` || got[0].Revision != 1 ||
 		!got[0].CreatedAt.Equal(epoch.Add(4*time.Second)) {
 		t.Errorf("event after %d = %+v, want the fifth as appended", mine[3], got)
+	}
+}
+
+// testEventsInCommitOrder: writers append concurrently, each transaction
+// holding on a moment after its append, while a reader pages through the
+// workspace after its cursor as a feed consumer does. Ids become visible in
+// commit order (the outbox lock on PostgreSQL, the one writer on SQLite),
+// so the reader never moves its cursor past an event that commits later:
+// it reads every event.
+func testEventsInCommitOrder(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const writers, each = 6, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				err := s.InTx(ctx, func(tx store.Queries) error {
+					if _, err := tx.AppendTaskEvent(ctx, store.TaskEvent{WorkspaceID: "ws", TaskID: uuid.NewString(), Revision: 1,
+						Type: store.EventTaskCreated, Payload: `{}`, CreatedAt: epoch}); err != nil {
+						return err
+					}
+					// Widen the window between the id's allocation and the
+					// commit, where a reader could see a later id first.
+					time.Sleep(time.Duration((w+i)%3) * time.Millisecond)
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	seen := map[int64]bool{}
+	var cursor int64
+	for finished := false; ; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		page, _, err := s.ListWorkspaceEvents(ctx, store.EventPage{WorkspaceID: "ws", AfterID: cursor, Limit: 1000})
+		must(t, err)
+		for _, e := range page {
+			seen[e.ID] = true
+			cursor = e.ID
+		}
+		if finished && len(page) == 0 {
+			break
+		}
+	}
+	close(errs)
+	for err := range errs {
+		must(t, err)
+	}
+	all, _, err := s.ListWorkspaceEvents(ctx, store.EventPage{WorkspaceID: "ws", Limit: 1000})
+	must(t, err)
+	if len(all) != writers*each {
+		t.Fatalf("%d events stored, want %d", len(all), writers*each)
+	}
+	for _, e := range all {
+		if !seen[e.ID] {
+			t.Errorf("the reader skipped event %d", e.ID)
+		}
 	}
 }
