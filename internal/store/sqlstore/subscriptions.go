@@ -291,60 +291,50 @@ func (q queries) FanOutEvents(ctx context.Context, now time.Time, limit int) (st
 	return res, err
 }
 
-// owedChains reads which of the chains hold an unfinished delivery.
+// owedTasks is the read of which of a subscription's tasks ($1, then the
+// tasks) hold an unfinished delivery: through the task index, one lookup
+// a task.
+func owedTasks(n int) string {
+	return `SELECT DISTINCT task_id FROM outbound_deliveries WHERE ` + unfinishedOutbound +
+		` AND subscription_id = $1 AND task_id IN (` + inList(2, n) + `)`
+}
+
+// owedChains reads which of the chains hold an unfinished delivery, a
+// statement per subscription (and chunk of tasks).
 func (q queries) owedChains(ctx context.Context, chains map[chainKey]bool) (map[chainKey]bool, error) {
-	keys := make([]chainKey, 0, len(chains))
+	tasks := map[string][]string{}
 	for k := range chains {
-		keys = append(keys, k)
+		tasks[k.subscription] = append(tasks[k.subscription], k.task)
 	}
 	owed := map[chainKey]bool{}
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), maxOutboundRows)]
-		keys = keys[len(chunk):]
-		args := make([]any, 0, 2*len(chunk))
-		for _, k := range chunk {
-			args = append(args, k.subscription, k.task)
-		}
-		rows, err := q.ex.Query(ctx, `SELECT DISTINCT subscription_id, task_id FROM outbound_deliveries
-			WHERE `+unfinishedOutbound+` AND (subscription_id, task_id) IN (`+valuesList(1, len(chunk), 2)+`)`, args...)
-		if err != nil {
-			return nil, q.wrap("read owed tasks", err)
-		}
-		for rows.Next() {
-			var k chainKey
-			if err := rows.Scan(&k.subscription, &k.task); err != nil {
-				rows.Close()
-				return nil, q.wrap("scan owed task", err)
+	for sub, ts := range tasks {
+		for len(ts) > 0 {
+			chunk := ts[:min(len(ts), maxOutboundRows)]
+			ts = ts[len(chunk):]
+			args := make([]any, 0, 1+len(chunk))
+			args = append(args, sub)
+			for _, t := range chunk {
+				args = append(args, t)
 			}
-			owed[k] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, q.wrap("read owed tasks", err)
+			rows, err := q.ex.Query(ctx, owedTasks(len(chunk)), args...)
+			if err != nil {
+				return nil, q.wrap("read owed tasks", err)
+			}
+			for rows.Next() {
+				var task string
+				if err := rows.Scan(&task); err != nil {
+					rows.Close()
+					return nil, q.wrap("scan owed task", err)
+				}
+				owed[chainKey{sub, task}] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, q.wrap("read owed tasks", err)
+			}
 		}
 	}
 	return owed, nil
-}
-
-// valuesList is "VALUES ($first, $first+1), (…)" for n rows of width
-// placeholders each.
-func valuesList(first, n, width int) string {
-	var b strings.Builder
-	b.WriteString("VALUES ")
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(")
-		for c := range width {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "$%d", first+i*width+c)
-		}
-		b.WriteString(")")
-	}
-	return b.String()
 }
 
 // insertOutboundDeliveries writes new pending deliveries, created at now;
@@ -521,27 +511,20 @@ func (q queries) lockSubscriptions(ctx context.Context, ids []string) error {
 	return q.wrap("lock subscriptions", rows.Err())
 }
 
+// releaseChain makes due ($1) the first unfinished delivery of the task
+// $4 of subscription $2, when it is parked ($3): both lookups go through
+// the task index.
+const releaseChain = `UPDATE outbound_deliveries SET next_attempt_at = $1
+	WHERE subscription_id = $2 AND next_attempt_at = $3 AND event_id = (SELECT MIN(event_id) FROM outbound_deliveries
+		WHERE subscription_id = $2 AND task_id = $4 AND ` + unfinishedOutbound + `)`
+
 // releaseChains makes due the next parked delivery of each chain whose
-// delivery just finished for good: the first unfinished one of its task,
-// when it is parked.
+// delivery just finished for good, a statement each (on PostgreSQL they
+// travel with the COMMIT).
 func (q queries) releaseChains(ctx context.Context, chains map[chainKey]bool, now time.Time) error {
-	keys := make([]chainKey, 0, len(chains))
 	for k := range chains {
-		keys = append(keys, k)
-	}
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), maxOutboundRows)]
-		keys = keys[len(chunk):]
-		args := make([]any, 0, 2+2*len(chunk))
-		args = append(args, now, store.OutboundParked)
-		for _, k := range chunk {
-			args = append(args, k.subscription, k.task)
-		}
-		if err := q.execLater(ctx, "release next outbound deliveries", nil, `UPDATE outbound_deliveries SET next_attempt_at = $1
-			WHERE next_attempt_at = $2 AND (subscription_id, event_id) IN (
-				SELECT subscription_id, MIN(event_id) FROM outbound_deliveries
-				WHERE `+unfinishedOutbound+` AND (subscription_id, task_id) IN (`+valuesList(3, len(chunk), 2)+`)
-				GROUP BY subscription_id, task_id)`, args...); err != nil {
+		if err := q.execLater(ctx, "release next outbound delivery", nil, releaseChain,
+			now, k.subscription, store.OutboundParked, k.task); err != nil {
 			return err
 		}
 	}
