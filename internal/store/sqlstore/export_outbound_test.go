@@ -8,5 +8,6 @@ func ClaimOutboundSQL(skipLocked string) string { return claimOutbound(skipLocke
 // due.
 const ReleaseChainSQL = releaseChain
 
-// OwedTasksSQL is the read of which of n tasks a subscription still owes.
-func OwedTasksSQL(n int) string { return owedTasks(n) }
+// InsertOutboundDeliverySQL is the fan-out's INSERT of one delivery.
+const InsertOutboundDeliverySQL = insertOutboundDelivery + `($3, CAST($4 AS BIGINT), $5, $6, CAST($7 AS TIMESTAMPTZ),
+	CAST($8 AS BOOLEAN), CAST($9 AS TIMESTAMPTZ))) AS v WHERE true`

@@ -44,12 +44,13 @@ func TestOutboundPlans(t *testing.T) {
 		taskIndex := "idx_outbound_deliveries_task"
 		claim := explainNamed(t, st, "claim", sqlstore.ClaimOutboundSQL(st.Driver().SkipLocked()), []any{now, "owner", now.Add(time.Minute), 64})
 		release := explainNamed(t, st, "release", sqlstore.ReleaseChainSQL, []any{now, "sub_a", store.OutboundParked, "task-1"})
-		owed := explainNamed(t, st, "owed", sqlstore.OwedTasksSQL(2), []any{"sub_a", "task-1", "task-2"})
+		owed := explainNamed(t, st, "owed", sqlstore.InsertOutboundDeliverySQL, []any{now, store.OutboundParked,
+			"sub_a", 30001, "task-1", "task.updated", now, true, now})
 		if !strings.Contains(claim, "idx_outbound_deliveries_due") || !strings.Contains(claim, taskIndex) ||
 			strings.Contains(claim, "TEMP B-TREE") || strings.Contains(claim, "Seq Scan on outbound_deliveries") {
 			t.Errorf("the claim does not walk the due index and look the order up by task:\n%s", claim)
 		}
-		for name, plan := range map[string]string{"release": release, "owed tasks": owed} {
+		for name, plan := range map[string]string{"release": release, "fan-out's check of the task": owed} {
 			if !strings.Contains(plan, taskIndex) || strings.Contains(plan, "Seq Scan on outbound_deliveries") {
 				t.Errorf("the %s does not look the task up through %s:\n%s", name, taskIndex, plan)
 			}
