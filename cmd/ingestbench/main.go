@@ -6,7 +6,11 @@
 // the gateway's own gateway_webhook_ack_seconds histogram puts it),
 // receive-to-task-created latency at 500 deliveries/s, a burst's tasks/s
 // against its acks/s with the gateway's CPU per task, the gateway's peak
-// RSS, and (disk.go) the sync times of the disk the database is on. It
+// RSS, (disk.go) the sync times of the disk the database is on, and
+// (outbound.go) task events delivered to webhook subscriptions: a
+// backlog's deliveries/s to 1 and 10 subscriptions, commit-to-receipt at
+// 200 events/s, and, with --subscriptions, every other phase with
+// subscriptions active. It
 // starts `gateway serve` (or, for the ceiling, itself in its ceiling-server
 // mode) as a subprocess per measurement and talks to it over loopback
 // only; every loop is bounded in count and time.
@@ -31,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,10 +70,13 @@ func main() {
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
 	preloadDeliveries := flag.Int("preload-deliveries", 0, "finished deliveries stored in each run's fresh database before the gateway starts (the flat-cost experiment; not with the prune phase)")
 	preloadTasks := flag.Int("preload-tasks", 0, "complete tasks, with their creation operations, stored likewise (in a workspace of their own)")
-	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: disk (syncs of 16 KiB at 1,000/s beside the database, no gateway: what the disk allows an acknowledgement), ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept), drain (--drain-deliveries new issues sent as fast as they are acknowledged, then tasks/s against acks/s)")
+	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: outbound (--drain-deliveries events made by a drain, then delivered to each count of --outbound-subscriptions webhook subscriptions on a receiver of this process: deliveries/s), outbound-latency (commit-to-receipt of the events of new issues sent at --outbound-rate/s to one subscription), disk (syncs of 16 KiB at 1,000/s beside the database, no gateway: what the disk allows an acknowledgement), ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept), drain (--drain-deliveries new issues sent as fast as they are acknowledged, then tasks/s against acks/s)")
 	drainN := flag.Int("drain-deliveries", 6000, "new issues the drain phase sends")
 	pruneRows := flag.Int("prune-rows", 100_000, "expired deliveries the prune phase seeds")
 	rounds := flag.Int("rounds", 1, "run the phases this many times, in turn, and report each round and the medians (the VM's speed drifts between runs)")
+	subscriptions := flag.Int("subscriptions", 0, "webhook subscriptions (to a receiver of this process) active during every other phase's run: what outbound delivery costs the intake")
+	outboundSubs := flag.String("outbound-subscriptions", "1,10", "the outbound phase's subscription counts, comma-separated")
+	outboundRate := flag.Int("outbound-rate", 200, "new issues (events) per second of the outbound-latency phase")
 	sendersProfile := flag.String("senders-profile", "", "directory for a CPU profile of ingestbench's own process (the senders) over each run, run-N.pprof: where the load generator's CPU per acknowledgement goes")
 	flag.Parse()
 	phases := map[string]bool{}
@@ -85,7 +93,16 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("payload: %d bytes of %s, signed; senders: %d; phase: %s\n", len(tmpl.raw), tmpl.provider, *senders, *duration)
-	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra), drainN: *drainN, profileDir: *sendersProfile}
+	b := bench{bin: *gatewayBin, dbURL: *dbURL, tmpl: tmpl, extra: strings.Fields(*extra), drainN: *drainN, profileDir: *sendersProfile,
+		activeSubs: *subscriptions, outboundRate: *outboundRate}
+	for _, f := range strings.Split(*outboundSubs, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			b.outboundSubs = append(b.outboundSubs, n)
+		}
+	}
+	if b.activeSubs > 0 {
+		fmt.Printf("%d webhook subscription(s) active during each run but the outbound phases'\n", b.activeSubs)
+	}
 	if *preloadDeliveries > 0 || *preloadTasks > 0 {
 		b.seed = func(url string) {
 			began := time.Now()
@@ -123,6 +140,10 @@ type round struct {
 	// The drain phase's rates.
 	drainAcks, drainTasks float64
 	drainCPUPerTask       float64 // ms of the gateway's CPU per task
+	// The outbound phases: deliveries/s per subscription count, and
+	// commit-to-receipt at the fixed rate.
+	outbound                 map[int]outboundResult
+	outboundP50, outboundP99 time.Duration
 	// The disk phase's sync p99.
 	diskP99 time.Duration
 	// The most the hypervisor took of the cores during one of its runs.
@@ -206,6 +227,28 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 		r.peakRSSMB = max(r.peakRSSMB, g.rssMB)
 		fmt.Println(res)
 	}
+	if phases["outbound"] {
+		r.outbound = map[int]outboundResult{}
+		active := b.activeSubs
+		b.activeSubs = 0
+		for _, n := range b.outboundSubs {
+			res := b.outboundPhase(n, senders)
+			fmt.Println(res)
+			if res.seconds > 0 && res.received >= int64(res.events*res.subs) {
+				r.outbound[n] = res
+			}
+		}
+		b.activeSubs = active
+	}
+	if phases["outbound-latency"] {
+		active := b.activeSubs
+		b.activeSubs = 0
+		lat := b.outboundLatency(b.outboundRate, duration)
+		b.activeSubs = active
+		r.outboundP50, r.outboundP99 = lat.p(50), lat.p(99)
+		fmt.Printf("commit-to-receipt at %d events/s: p50 %s p90 %s p99 %s max %s (%d events)\n", b.outboundRate,
+			r.outboundP50, lat.p(90), r.outboundP99, lat.p(100), lat.n)
+	}
 	if r.peakRSSMB > 0 {
 		fmt.Printf("peak RSS over the round: %d MB\n", r.peakRSSMB)
 	}
@@ -283,6 +326,12 @@ func summarize(rs []round) {
 		return 100 * r.drainTasks / r.drainAcks
 	}, pct)
 	line("drain CPU ms per task", func(r round) float64 { return r.drainCPUPerTask }, func(v float64) string { return fmt.Sprintf("%.2f", v) })
+	for _, n := range outboundCounts(rs) {
+		line(fmt.Sprintf("outbound deliveries/s, %d sub", n), func(r round) float64 { return r.outbound[n].perSecond() }, rate)
+		line(fmt.Sprintf("  and its drain tasks/s"), func(r round) float64 { return r.outbound[n].tasksPerSec }, rate)
+	}
+	line("commit-to-receipt p50", func(r round) float64 { return float64(r.outboundP50) }, dur)
+	line("commit-to-receipt p99", func(r round) float64 { return float64(r.outboundP99) }, dur)
 	line("peak RSS MB", func(r round) float64 { return float64(r.peakRSSMB) }, rate)
 	line("host steal, worst run", func(r round) float64 { return r.maxStealPct }, func(v float64) string { return fmt.Sprintf("%.1f%%", v) })
 }
@@ -304,10 +353,18 @@ type bench struct {
 	maxStealPct float64
 	// profileDir, when set, receives a CPU profile of this process per run.
 	profileDir string
+	// activeSubs webhook subscriptions, to a receiver of this process, are
+	// active during each run (but the outbound phases').
+	activeSubs int
+	// outboundSubs are the outbound phase's subscription counts;
+	// outboundRate the latency phase's events/s.
+	outboundSubs []int
+	outboundRate int
 }
 
 type gateway struct {
 	url           string
+	pid           int
 	acks          float64 // per second
 	acked         int64   // 202s of the throughput phases
 	ackLatency    latencies
@@ -352,7 +409,7 @@ func (b *bench) run(name string, ceiling bool, fn func(*gateway)) *gateway {
   - {id: bench, task_prefix: BENCH}
 connections:
   - {id: gh, provider: `+b.tmpl.provider+`, host: `+b.tmpl.host+`, workspace: bench, secrets: ["`+secret+`"]}
-`+b.config), 0o600)
+`+outboundConfig+b.config), 0o600)
 		if b.seed != nil {
 			b.seed(db)
 		}
@@ -378,8 +435,16 @@ connections:
 		fmt.Fprintln(os.Stderr, "server did not start")
 		os.Exit(1)
 	}
-	g := &gateway{url: addr}
+	g := &gateway{url: addr, pid: cmd.Process.Pid}
 	fmt.Printf("run %d: %s on %s\n", b.run_, name, where)
+	if b.activeSubs > 0 && !ceiling {
+		rc := newHookReceiver()
+		subscribe(addr, rc, b.activeSubs, true)
+		defer func() {
+			fmt.Printf("run %d: the %d subscription(s) received %d requests\n", b.run_, b.activeSubs, rc.received.Load())
+			rc.close()
+		}()
+	}
 	cpuBefore, sendersBefore := processCPU(cmd.Process.Pid), processCPU(os.Getpid())
 	var databaseBefore map[int]float64
 	postgres := where == "postgres"
@@ -741,4 +806,19 @@ func get(url, path string, v any) {
 	}
 	defer resp.Body.Close()
 	_ = json.NewDecoder(resp.Body).Decode(v)
+}
+
+// outboundCounts are the subscription counts the rounds' outbound phases
+// measured, in order.
+func outboundCounts(rs []round) []int {
+	var out []int
+	for _, r := range rs {
+		for n := range r.outbound {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -13,6 +13,7 @@
 package outbound
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -367,16 +368,9 @@ func (w *Worker) start(ctx, claimCtx context.Context, ds []store.OutboundDeliver
 	}
 }
 
-// load reads the subscriptions and the events of a claim.
+// load reads the subscriptions and the events of a claim, the two reads
+// at once (on PostgreSQL, on two connections).
 func (w *Worker) load(ctx context.Context, ds []store.OutboundDelivery) (map[string]store.Subscription, map[int64]store.TaskEvent, error) {
-	list, err := w.st.ListSubscriptions(ctx, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	subs := make(map[string]store.Subscription, len(list))
-	for _, s := range list {
-		subs[s.ID] = s
-	}
 	ids := make([]int64, 0, len(ds))
 	seen := map[int64]bool{}
 	for _, d := range ds {
@@ -385,12 +379,24 @@ func (w *Worker) load(ctx context.Context, ds []store.OutboundDelivery) (map[str
 			ids = append(ids, d.EventID)
 		}
 	}
-	list2, err := w.st.OutboundEvents(ctx, ids)
-	if err != nil {
+	var list []store.TaskEvent
+	var eventsErr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		list, eventsErr = w.st.OutboundEvents(ctx, ids)
+	}()
+	subList, err := w.st.ListSubscriptions(ctx, "")
+	<-read
+	if err = cmp.Or(err, eventsErr); err != nil {
 		return nil, nil, err
 	}
-	evs := make(map[int64]store.TaskEvent, len(list2))
-	for _, e := range list2 {
+	subs := make(map[string]store.Subscription, len(subList))
+	for _, s := range subList {
+		subs[s.ID] = s
+	}
+	evs := make(map[int64]store.TaskEvent, len(list))
+	for _, e := range list {
 		evs[e.ID] = e
 	}
 	return subs, evs, nil
@@ -466,17 +472,25 @@ func (w *Worker) finisher(ctx context.Context) {
 				break collect
 			}
 		}
-		w.finish(ctx, batch)
+		full := len(w.slots) == cap(w.slots)
+		released := w.finish(ctx, batch)
 		for range batch {
 			<-w.slots
 		}
-		signal(w.wake)
+		// The claims have more to take only when a task's next event was
+		// released, or when they stopped for want of a slot; otherwise
+		// waking them would cost a claim that finds nothing.
+		if released || full {
+			signal(w.wake)
+		}
 	}
 }
 
 // finish writes a batch's outcomes and what they say of their
-// subscriptions, even when the worker is stopping.
-func (w *Worker) finish(ctx context.Context, batch []result) {
+// subscriptions, even when the worker is stopping; released reports that
+// deliveries are due sooner than the claims would look (a task's next
+// event released, a retry coming soon), or that the write failed.
+func (w *Worker) finish(ctx context.Context, batch []result) (released bool) {
 	now := w.now()
 	f := store.OutboundFinish{Owner: w.owner, Now: now, FailingReason: fmt.Sprintf(failingReason, w.opts.DisableAfter)}
 	if w.opts.DisableAfter > 0 {
@@ -513,7 +527,7 @@ func (w *Worker) finish(ctx context.Context, batch []result) {
 	if err != nil {
 		// The leases expire and the deliveries are claimed again.
 		w.logger.ErrorContext(ctx, "record outbound outcomes failed", "deliveries", len(batch), "error", err)
-		return
+		return true
 	}
 	for i, r := range batch {
 		if res.Lost[i] {
@@ -525,6 +539,13 @@ func (w *Worker) finish(ctx context.Context, batch []result) {
 		}
 		w.recorded(ctx, r)
 	}
+	soon := now.Add(w.opts.MaxIdle)
+	for _, r := range batch {
+		// A retry due before the claims' next look would wait for it.
+		if r.d.Status == store.OutboundRetrying && r.d.NextAttemptAt.Before(soon) {
+			res.Released++
+		}
+	}
 	for _, id := range res.Disabled {
 		reason := f.FailingReason
 		if h := health[id]; h != nil && h.Disable != "" {
@@ -532,6 +553,7 @@ func (w *Worker) finish(ctx context.Context, batch []result) {
 		}
 		w.logger.WarnContext(ctx, "subscription disabled", "subscription_id", id, "reason", reason)
 	}
+	return res.Released > 0
 }
 
 // recorded counts and logs an attempt whose outcome is written.

@@ -122,10 +122,12 @@ type OutboundFinish struct {
 }
 
 // OutboundFinishResult is what FinishOutboundDeliveries did: Lost[i] says
-// that Deliveries[i]'s lease was lost (its row unchanged); Disabled names
-// the subscriptions it disabled.
+// that Deliveries[i]'s lease was lost (its row unchanged); Released counts
+// the parked deliveries it made due (their task's earlier event finished);
+// Disabled names the subscriptions it disabled.
 type OutboundFinishResult struct {
 	Lost     []bool
+	Released int
 	Disabled []string
 }
 

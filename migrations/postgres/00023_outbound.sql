@@ -27,11 +27,11 @@ CREATE TABLE outbound_subscriptions (
 CREATE INDEX idx_outbound_subscriptions_workspace ON outbound_subscriptions (workspace_id, created_at, id);
 
 -- One row per (subscription, event) the fan-out found owed. Unfinished rows
--- (pending, retrying) are the work: the due index finds them; a claimed
--- row's next_attempt_at is its lease expiry, so one predicate finds due and
--- abandoned rows alike. The task index is how a claim sees that an earlier
--- event of the same task is still owed to the subscription (per-task
--- order). Finished rows leave both indexes.
+-- (pending, retrying) are the work: the due index finds them in the order
+-- claims take them; a claimed row's next_attempt_at is its lease expiry,
+-- so one predicate finds due and abandoned rows alike. The task index is
+-- how the fan-out, the finish and the claims see what a task still owes a
+-- subscription (per-task order). Finished rows leave both indexes.
 CREATE TABLE outbound_deliveries (
     subscription_id  TEXT NOT NULL REFERENCES outbound_subscriptions (id) ON DELETE CASCADE,
     event_id         BIGINT NOT NULL,
@@ -50,7 +50,7 @@ CREATE TABLE outbound_deliveries (
     finished_at      TIMESTAMPTZ,
     PRIMARY KEY (subscription_id, event_id)
 );
-CREATE INDEX idx_outbound_deliveries_due ON outbound_deliveries (next_attempt_at)
+CREATE INDEX idx_outbound_deliveries_due ON outbound_deliveries (next_attempt_at, event_id)
     WHERE (status = 'pending' OR status = 'retrying');
 CREATE INDEX idx_outbound_deliveries_task ON outbound_deliveries (subscription_id, task_id, event_id)
     WHERE (status = 'pending' OR status = 'retrying');

@@ -257,19 +257,19 @@ func (q queries) FanOutEvents(ctx context.Context, now time.Time, limit int) (st
 			}
 		}
 		if len(rows) > 0 {
-			owed, err := q.owedChains(ctx, chains)
-			if err != nil {
-				return err
-			}
+			// The first event of a task in the batch is parked when the
+			// subscription owes the task an earlier one (the INSERT reads
+			// that itself); the task's later ones wait for the first.
+			check := make([]bool, len(rows))
 			for i := range rows {
 				k := chainKey{rows[i].SubscriptionID, rows[i].TaskID}
-				rows[i].NextAttemptAt = now
-				if owed[k] {
-					rows[i].NextAttemptAt = store.OutboundParked
+				rows[i].NextAttemptAt = store.OutboundParked
+				if chains[k] {
+					check[i], rows[i].NextAttemptAt = true, now
+					chains[k] = false
 				}
-				owed[k] = true // the task's later events wait for this one
 			}
-			if err := q.insertOutboundDeliveries(ctx, rows, now); err != nil {
+			if err := q.insertOutboundDeliveries(ctx, rows, check, now); err != nil {
 				return err
 			}
 		}
@@ -291,82 +291,47 @@ func (q queries) FanOutEvents(ctx context.Context, now time.Time, limit int) (st
 	return res, err
 }
 
-// owedChains reads which of the chains hold an unfinished delivery.
-func (q queries) owedChains(ctx context.Context, chains map[chainKey]bool) (map[chainKey]bool, error) {
-	keys := make([]chainKey, 0, len(chains))
-	for k := range chains {
-		keys = append(keys, k)
-	}
-	owed := map[chainKey]bool{}
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), maxOutboundRows)]
-		keys = keys[len(chunk):]
-		args := make([]any, 0, 2*len(chunk))
-		for _, k := range chunk {
-			args = append(args, k.subscription, k.task)
-		}
-		rows, err := q.ex.Query(ctx, `SELECT DISTINCT subscription_id, task_id FROM outbound_deliveries
-			WHERE `+unfinishedOutbound+` AND (subscription_id, task_id) IN (`+valuesList(1, len(chunk), 2)+`)`, args...)
-		if err != nil {
-			return nil, q.wrap("read owed tasks", err)
-		}
-		for rows.Next() {
-			var k chainKey
-			if err := rows.Scan(&k.subscription, &k.task); err != nil {
-				rows.Close()
-				return nil, q.wrap("scan owed task", err)
-			}
-			owed[k] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, q.wrap("read owed tasks", err)
-		}
-	}
-	return owed, nil
-}
+// insertOutboundDelivery is the INSERT of pending deliveries ($1 their
+// creation time, $2 the parked time, then seven values a row: subscription,
+// event, task, type, event time, whether to check the task's chain, and the
+// next attempt; typed for PostgreSQL, which types a VALUES list's
+// parameters as text, while SQLite keeps what it is given: those types
+// have numeric affinity there). A row to check is parked when the subscription owes its
+// task an unfinished delivery already (the task index answers), due at its
+// next attempt otherwise. A delivery that exists already is left as it is.
+const insertOutboundDelivery = `INSERT INTO outbound_deliveries (subscription_id, event_id, task_id, event_type, event_at,
+		next_attempt_at, status, created_at)
+	SELECT column1, column2, column3, column4, column5,
+		CASE WHEN column6 AND EXISTS (SELECT 1 FROM outbound_deliveries o
+			WHERE o.subscription_id = column1 AND o.task_id = column3 AND (o.status = 'pending' OR o.status = 'retrying'))
+		THEN CAST($2 AS TIMESTAMPTZ) ELSE column7 END, 'pending', CAST($1 AS TIMESTAMPTZ)
+	FROM (VALUES `
 
-// valuesList is "VALUES ($first, $first+1), (…)" for n rows of width
-// placeholders each.
-func valuesList(first, n, width int) string {
-	var b strings.Builder
-	b.WriteString("VALUES ")
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(")
-		for c := range width {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "$%d", first+i*width+c)
-		}
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-// insertOutboundDeliveries writes new pending deliveries, created at now;
-// one that exists already is left as it is.
-func (q queries) insertOutboundDeliveries(ctx context.Context, rows []store.OutboundDelivery, now time.Time) error {
+// insertOutboundDeliveries writes new pending deliveries, created at now,
+// their next attempt as given, or parked when check[i] and their task's
+// chain owes an earlier event. Nothing waits for it: on PostgreSQL it
+// travels with the next statement or the COMMIT.
+func (q queries) insertOutboundDeliveries(ctx context.Context, rows []store.OutboundDelivery, check []bool, now time.Time) error {
 	for len(rows) > 0 {
-		chunk := rows[:min(len(rows), maxOutboundRows)]
-		rows = rows[len(chunk):]
-		args := make([]any, 0, 1+outboundDeliveryRowArgs*len(chunk))
-		args = append(args, now)
+		n := min(len(rows), maxOutboundRows)
+		chunk, checks := rows[:n], check[:n]
+		rows, check = rows[n:], check[n:]
+		args := make([]any, 0, 2+outboundDeliveryRowArgs*len(chunk))
+		args = append(args, now, store.OutboundParked)
 		var b strings.Builder
-		b.WriteString(`INSERT INTO outbound_deliveries (subscription_id, event_id, task_id, event_type, event_at,
-			next_attempt_at, status, created_at) VALUES `)
+		b.WriteString(insertOutboundDelivery)
 		for i, d := range chunk {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			k := len(args)
-			fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $1)", k+1, k+2, k+3, k+4, k+5, k+6, k+7)
-			args = append(args, d.SubscriptionID, d.EventID, d.TaskID, d.EventType, d.EventAt, d.NextAttemptAt, store.OutboundPending)
+			fmt.Fprintf(&b, "($%d, CAST($%d AS BIGINT), $%d, $%d, CAST($%d AS TIMESTAMPTZ), CAST($%d AS BOOLEAN), CAST($%d AS TIMESTAMPTZ))",
+				k+1, k+2, k+3, k+4, k+5, k+6, k+7)
+			args = append(args, d.SubscriptionID, d.EventID, d.TaskID, d.EventType, d.EventAt, checks[i], d.NextAttemptAt)
 		}
-		b.WriteString(` ON CONFLICT (subscription_id, event_id) DO NOTHING`)
+		// WHERE true: SQLite needs a WHERE before an upsert's ON CONFLICT
+		// in an INSERT … SELECT.
+		b.WriteString(`) AS v WHERE true ON CONFLICT (subscription_id, event_id) DO NOTHING`)
 		if err := q.execLater(ctx, "insert outbound deliveries", nil, b.String(), args...); err != nil {
 			return err
 		}
@@ -479,7 +444,7 @@ func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundF
 				released[chainKey{d.SubscriptionID, d.TaskID}] = true
 			}
 		}
-		if err := q.releaseChains(ctx, released, f.Now); err != nil {
+		if err := q.releaseChains(ctx, released, f.Now, &res.Released); err != nil {
 			return err
 		}
 		disabled, err := q.recordHealth(ctx, f)
@@ -521,27 +486,24 @@ func (q queries) lockSubscriptions(ctx context.Context, ids []string) error {
 	return q.wrap("lock subscriptions", rows.Err())
 }
 
+// releaseChain makes due ($1) the first unfinished delivery of the task
+// $4 of subscription $2, when it is parked ($3): both lookups go through
+// the task index.
+const releaseChain = `UPDATE outbound_deliveries SET next_attempt_at = $1
+	WHERE subscription_id = $2 AND next_attempt_at = $3 AND event_id = (SELECT MIN(event_id) FROM outbound_deliveries
+		WHERE subscription_id = $2 AND task_id = $4 AND ` + unfinishedOutbound + `)`
+
 // releaseChains makes due the next parked delivery of each chain whose
-// delivery just finished for good: the first unfinished one of its task,
-// when it is parked.
-func (q queries) releaseChains(ctx context.Context, chains map[chainKey]bool, now time.Time) error {
-	keys := make([]chainKey, 0, len(chains))
-	for k := range chains {
-		keys = append(keys, k)
+// delivery just finished for good, a statement each (on PostgreSQL they
+// travel with the COMMIT).
+func (q queries) releaseChains(ctx context.Context, chains map[chainKey]bool, now time.Time, released *int) error {
+	count := func(n int64) error {
+		*released += int(n)
+		return nil
 	}
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), maxOutboundRows)]
-		keys = keys[len(chunk):]
-		args := make([]any, 0, 2+2*len(chunk))
-		args = append(args, now, store.OutboundParked)
-		for _, k := range chunk {
-			args = append(args, k.subscription, k.task)
-		}
-		if err := q.execLater(ctx, "release next outbound deliveries", nil, `UPDATE outbound_deliveries SET next_attempt_at = $1
-			WHERE next_attempt_at = $2 AND (subscription_id, event_id) IN (
-				SELECT subscription_id, MIN(event_id) FROM outbound_deliveries
-				WHERE `+unfinishedOutbound+` AND (subscription_id, task_id) IN (`+valuesList(3, len(chunk), 2)+`)
-				GROUP BY subscription_id, task_id)`, args...); err != nil {
+	for k := range chains {
+		if err := q.execLater(ctx, "release next outbound delivery", count, releaseChain,
+			now, k.subscription, store.OutboundParked, k.task); err != nil {
 			return err
 		}
 	}
@@ -719,7 +681,7 @@ func (q queries) ReplayOutboundDeliveries(ctx context.Context, r store.OutboundR
 		}
 		res.Replayed = 1
 		return q.insertOutboundDeliveries(ctx, []store.OutboundDelivery{{SubscriptionID: sub.ID, EventID: e.id, TaskID: e.task,
-			EventType: e.kind, EventAt: e.at.UTC(), NextAttemptAt: r.Now}}, r.Now)
+			EventType: e.kind, EventAt: e.at.UTC(), NextAttemptAt: r.Now}}, []bool{false}, r.Now)
 	})
 	return res, err
 }

@@ -286,8 +286,12 @@ func testOutboundTaskOrder(t *testing.T, s store.Store) {
 	}
 	// The slow task's first event fails and will be retried; the fast
 	// task's succeeds, and its next event goes while the slow one waits.
-	finish(t, s, "w1", now, store.OutboundRetrying, got[0])
-	finish(t, s, "w1", now, store.OutboundSucceeded, got[1])
+	if res := finish(t, s, "w1", now, store.OutboundRetrying, got[0]); res.Released != 0 {
+		t.Errorf("a retried delivery released %d, want none", res.Released)
+	}
+	if res := finish(t, s, "w1", now, store.OutboundSucceeded, got[1]); res.Released != 1 {
+		t.Errorf("a succeeded delivery released %d, want its task's next event", res.Released)
+	}
 	next := claim(t, s, "w1", now, 10)
 	if ids := eventIDs(next); !slices.Equal(ids, []int64{f2}) {
 		t.Fatalf("second claim = %v, want only the fast task's next event %d", ids, f2)
