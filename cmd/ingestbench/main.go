@@ -70,13 +70,13 @@ func main() {
 	extra := flag.String("serve-args", "", "extra arguments for gateway serve (e.g. \"--workers 8\")")
 	preloadDeliveries := flag.Int("preload-deliveries", 0, "finished deliveries stored in each run's fresh database before the gateway starts (the flat-cost experiment; not with the prune phase)")
 	preloadTasks := flag.Int("preload-tasks", 0, "complete tasks, with their creation operations, stored likewise (in a workspace of their own)")
-	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: outbound (--drain-deliveries events made by a drain, then delivered to each count of --outbound-subscriptions webhook subscriptions on a receiver of this process: deliveries/s), outbound-latency (commit-to-receipt of the events of new issues sent at --outbound-rate/s to one subscription), disk (syncs of 16 KiB at 1,000/s beside the database, no gateway: what the disk allows an acknowledgement), ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept), drain (--drain-deliveries new issues sent as fast as they are acknowledged, then tasks/s against acks/s)")
+	phaseList := flag.String("phases", "ceiling,durable,ack,e2e", "phases to run: outbound (--drain-deliveries events made by a drain, then delivered to each count of --outbound-subscriptions webhook subscriptions on a receiver of this process: deliveries/s), outbound-latency (commit-to-receipt of the task.created events of tasks created through the API at --outbound-rate/s, to one subscription), disk (syncs of 16 KiB at 1,000/s beside the database, no gateway: what the disk allows an acknowledgement), ceiling and durable (throughput), ack (latency at 1,000/s), e2e (receive-to-task at 500/s), bigbodies (peak RSS under 48 unauthenticated and 64 signed 20 MB uploads at once), prune (ack latency at 1,000/s while retention deletes --prune-rows expired deliveries, against the same backlog kept), drain (--drain-deliveries new issues sent as fast as they are acknowledged, then tasks/s against acks/s)")
 	drainN := flag.Int("drain-deliveries", 6000, "new issues the drain phase sends")
 	pruneRows := flag.Int("prune-rows", 100_000, "expired deliveries the prune phase seeds")
 	rounds := flag.Int("rounds", 1, "run the phases this many times, in turn, and report each round and the medians (the VM's speed drifts between runs)")
 	subscriptions := flag.Int("subscriptions", 0, "webhook subscriptions (to a receiver of this process) active during every other phase's run: what outbound delivery costs the intake")
 	outboundSubs := flag.String("outbound-subscriptions", "1,10", "the outbound phase's subscription counts, comma-separated")
-	outboundRate := flag.Int("outbound-rate", 200, "new issues (events) per second of the outbound-latency phase")
+	outboundRate := flag.Int("outbound-rate", 200, "tasks (events) created per second in the outbound-latency phase")
 	sendersProfile := flag.String("senders-profile", "", "directory for a CPU profile of ingestbench's own process (the senders) over each run, run-N.pprof: where the load generator's CPU per acknowledgement goes")
 	flag.Parse()
 	phases := map[string]bool{}
@@ -243,11 +243,12 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 	if phases["outbound-latency"] {
 		active := b.activeSubs
 		b.activeSubs = 0
-		lat := b.outboundLatency(b.outboundRate, duration)
+		lat, stamped := b.outboundLatency(b.outboundRate, duration)
 		b.activeSubs = active
 		r.outboundP50, r.outboundP99 = lat.p(50), lat.p(99)
-		fmt.Printf("commit-to-receipt at %d events/s: p50 %s p90 %s p99 %s max %s (%d events)\n", b.outboundRate,
+		fmt.Printf("commit-to-receipt at %d events/s: p50 %s p90 %s p99 %s max %s (%d events; from the create's answer)\n", b.outboundRate,
 			r.outboundP50, lat.p(90), r.outboundP99, lat.p(100), lat.n)
+		fmt.Printf("  from the event's timestamp (stamped before the commit): p50 %s p99 %s\n", stamped.p(50), stamped.p(99))
 	}
 	if r.peakRSSMB > 0 {
 		fmt.Printf("peak RSS over the round: %d MB\n", r.peakRSSMB)

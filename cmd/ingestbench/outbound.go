@@ -35,6 +35,8 @@ type hookReceiver struct {
 	mu         sync.Mutex
 	seen       map[string]bool
 	fromCommit latencies
+	// receivedAt is when each task's first event arrived, by task id.
+	receivedAt map[string]time.Time
 }
 
 func newHookReceiver() *hookReceiver {
@@ -42,7 +44,7 @@ func newHookReceiver() *hookReceiver {
 	if err != nil {
 		panic(err)
 	}
-	rc := &hookReceiver{url: "http://" + ln.Addr().String(), seen: map[string]bool{}}
+	rc := &hookReceiver{url: "http://" + ln.Addr().String(), seen: map[string]bool{}, receivedAt: map[string]time.Time{}}
 	rc.srv = &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = rc.srv.Serve(ln) }()
 	return rc
@@ -68,6 +70,7 @@ func (rc *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.URL.Path + " " + r.Header.Get("webhook-id")
+	task := eventTaskID(body)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if !rc.seen[key] {
@@ -75,6 +78,29 @@ func (rc *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.fromCommit.d = append(rc.fromCommit.d, now.Sub(committed))
 		rc.fromCommit.n++
 	}
+	if _, ok := rc.receivedAt[task]; !ok && task != "" {
+		rc.receivedAt[task] = now
+	}
+}
+
+// eventTaskID is the id of an event's task: data.task.id, or data.id in
+// the outbox's older form.
+func eventTaskID(body []byte) string {
+	var ev struct {
+		Data struct {
+			ID   string `json:"id"`
+			Task *struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &ev) != nil {
+		return ""
+	}
+	if ev.Data.Task != nil {
+		return ev.Data.Task.ID
+	}
+	return ev.Data.ID
 }
 
 // waitReceived waits, at most within, until n requests have arrived.
@@ -174,21 +200,82 @@ func (b *bench) outboundPhase(subs int, senders int) outboundResult {
 	return res
 }
 
-// outboundLatency sends new issues at rate/s for d with one subscription
-// enabled, and returns each event's time from its commit to its receipt.
-func (b *bench) outboundLatency(rate int, d time.Duration) latencies {
-	var out latencies
+// outboundLatency creates tasks through the REST API at rate/s for d, with
+// one subscription enabled, and returns each task.created event's time
+// from the create's answer (which comes once its transaction has
+// committed: the commit is a little earlier still) to its receipt, and
+// from the event's own timestamp (stamped inside the transaction, before
+// the commit: an upper bound).
+func (b *bench) outboundLatency(rate int, d time.Duration) (fromAnswer, fromStamp latencies) {
 	b.run(fmt.Sprintf("commit-to-receipt at %d events/s", rate), false, func(g *gateway) {
 		rc := newHookReceiver()
 		defer rc.close()
 		subscribe(g.url, rc, 1, true)
-		sent := fixedRate(g.url, b.tmpl, rate, d, &b.seq)
-		if !rc.waitReceived(int64(len(sent.d)), 2*time.Minute) {
-			fmt.Printf("only %d of %d events received\n", rc.received.Load(), len(sent.d))
+		answered := createAtRate(g.url, rate, d)
+		if !rc.waitReceived(int64(len(answered)), 2*time.Minute) {
+			fmt.Printf("only %d of %d events received\n", rc.received.Load(), len(answered))
 		}
 		rc.mu.Lock()
-		out = rc.fromCommit
-		rc.mu.Unlock()
+		defer rc.mu.Unlock()
+		fromStamp = rc.fromCommit
+		early := 0
+		for id, at := range answered {
+			if got, ok := rc.receivedAt[id]; ok {
+				// An event can arrive before its create's answer has been
+				// read here: it then took no time after the commit that
+				// can be told apart.
+				d := got.Sub(at)
+				if d < 0 {
+					d, early = 0, early+1
+				}
+				fromAnswer.d = append(fromAnswer.d, d)
+				fromAnswer.n++
+			}
+		}
+		if early > 0 {
+			fmt.Printf("%d events arrived before their create's answer was read (counted as 0)\n", early)
+		}
 	})
+	return fromAnswer, fromStamp
+}
+
+// createAtRate creates tasks through the REST API at rate/s (open loop)
+// for d and returns when each create was answered, by task id.
+func createAtRate(url string, rate int, d time.Duration) map[string]time.Time {
+	total := int(d.Seconds() * float64(rate))
+	interval := time.Second / time.Duration(rate)
+	var mu sync.Mutex
+	out := map[string]time.Time{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 256)
+	start := time.Now()
+	for i := range total {
+		if w := time.Until(start.Add(time.Duration(i) * interval)); w > 0 {
+			time.Sleep(w)
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			req, _ := http.NewRequest(http.MethodPost, "http://"+url+"/api/v1/tasks",
+				strings.NewReader(fmt.Sprintf(`{"workspace_id":"bench","title":"latency %d"}`, i)))
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			at := time.Now()
+			var task struct {
+				ID string `json:"id"`
+			}
+			if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&task) == nil && task.ID != "" {
+				mu.Lock()
+				out[task.ID] = at
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 	return out
 }
