@@ -241,8 +241,8 @@ func TestMCPOverStdio(t *testing.T) {
 		cfg := writeMCPConfig(t)
 		g := startGateway(t, dbURL, "--config", cfg)
 		cs := stdioSession(t, dbURL, cfg)
-		if names := mcptest.ToolNames(t, cs); len(names) != 7 {
-			t.Errorf("gateway mcp offers %v, want the 7 tools of the admin", names)
+		if names := mcptest.ToolNames(t, cs); len(names) != 8 {
+			t.Errorf("gateway mcp offers %v, want the 8 tools of the admin", names)
 		}
 		invalidExternalIDs(t, cs, g)
 		createTwice(t, cs, g, "agent:stdio-twice")
