@@ -152,13 +152,16 @@ func (g Guard) dialer() *net.Dialer {
 // NewClient is the HTTP client of outbound requests: it connects through
 // g, never through a proxy (the guard judges the address connected to),
 // gives up after timeout and follows no redirect (a 3xx is the answer).
-func NewClient(g Guard, timeout time.Duration) *http.Client {
+// It keeps up to idle connections per host open between requests: as many
+// as the requests in flight, so a busy receiver's connections are reused
+// rather than closed and dialled again.
+func NewClient(g Guard, timeout time.Duration, idle int) *http.Client {
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           g.DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          512,
-		MaxIdleConnsPerHost:   128,
+		MaxIdleConns:          2 * idle,
+		MaxIdleConnsPerHost:   idle,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: timeout,

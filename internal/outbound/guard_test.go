@@ -154,7 +154,7 @@ func TestClientRefusesLoopbackWithoutAllowPrivate(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	resp, err := NewClient(Guard{}, DefaultTimeout).Get(srv.URL)
+	resp, err := NewClient(Guard{}, DefaultTimeout, 1).Get(srv.URL)
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("request to a loopback receiver succeeded with allow_private off")
@@ -172,7 +172,7 @@ func TestClientRefusesLoopbackWithoutAllowPrivate(t *testing.T) {
 	}
 	mu.Unlock()
 
-	resp, err = NewClient(Guard{AllowPrivate: true}, DefaultTimeout).Get(srv.URL)
+	resp, err = NewClient(Guard{AllowPrivate: true}, DefaultTimeout, 1).Get(srv.URL)
 	if err != nil {
 		t.Fatalf("with allow_private: %v", err)
 	}

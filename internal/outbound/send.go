@@ -44,7 +44,7 @@ type answer struct {
 // post sends one event to one subscription, signed, and reads the answer.
 func (w *Worker) post(ctx context.Context, sub store.Subscription, ev store.TaskEvent, now time.Time) answer {
 	// The configuration may have changed since the URL was saved.
-	if err := CheckURL(sub.URL, w.opts.AllowHTTP); err != nil {
+	if err := w.checkURL(sub.URL); err != nil {
 		return answer{err: err}
 	}
 	body, err := events.Body(ev)
@@ -136,4 +136,23 @@ func cleanText(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// maxCheckedURLs bounds the remembered URL checks.
+const maxCheckedURLs = 1024
+
+// checkURL is CheckURL with the worker's allow_http, remembered per URL
+// (the same few URLs are checked before every request).
+func (w *Worker) checkURL(raw string) error {
+	w.urlsMu.Lock()
+	defer w.urlsMu.Unlock()
+	if err, ok := w.urls[raw]; ok {
+		return err
+	}
+	if len(w.urls) >= maxCheckedURLs {
+		clear(w.urls)
+	}
+	err := CheckURL(raw, w.opts.AllowHTTP)
+	w.urls[raw] = err
+	return err
 }

@@ -80,7 +80,8 @@ type Options struct {
 	AllowHTTP bool
 	// Guard decides which addresses may be connected to.
 	Guard Guard
-	// Client sends the requests; nil is NewClient(Guard, Timeout).
+	// Client sends the requests; nil is NewClient(Guard, Timeout,
+	// MaxInFlight).
 	Client *http.Client
 	// Metrics, when set, counts attempts and times them.
 	Metrics *metrics.Metrics
@@ -136,6 +137,10 @@ type Worker struct {
 	// owner holds this worker's leases.
 	owner string
 
+	// urls remembers each URL's check (checkURL).
+	urlsMu sync.Mutex
+	urls   map[string]error
+
 	drain     chan struct{}
 	drainOnce sync.Once
 }
@@ -151,11 +156,11 @@ func New(st store.Store, logger *slog.Logger, now func() time.Time, opts Options
 	opts = opts.withDefaults()
 	client := opts.Client
 	if client == nil {
-		client = NewClient(opts.Guard, opts.Timeout)
+		client = NewClient(opts.Guard, opts.Timeout, opts.MaxInFlight)
 	}
 	return &Worker{st: st, logger: logger, now: func() time.Time { return now().UTC() }, opts: opts, client: client,
 		events: make(chan struct{}, 1), wake: make(chan struct{}, 1), slots: make(chan struct{}, opts.MaxInFlight),
-		results: make(chan result, opts.MaxInFlight), owner: newOwnerID(), drain: make(chan struct{})}
+		results: make(chan result, opts.MaxInFlight), owner: newOwnerID(), urls: map[string]error{}, drain: make(chan struct{})}
 }
 
 // Run delivers until ctx ends or Drain is called, then returns once every
