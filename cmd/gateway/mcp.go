@@ -20,7 +20,7 @@ import (
 var mcpUsage = usageText{
 	line: "mcp [flags]",
 	summary: "Serves the agent tools (Model Context Protocol) on stdin and stdout, for an MCP client that starts\n" +
-		"the gateway as a local process; docs/mcp.md shows how to add it. It acts as the admin: every\n" +
+		"the gateway as a local process; docs/agents.md shows how to add it. It acts as the admin: every\n" +
 		"workspace, and the operator tools. It opens the database as serve does (applying the migrations,\n" +
 		"and the workspaces of --config, or the zero-config default workspace), and nothing else: it\n" +
 		"processes no webhook, serves no HTTP and generates no secret or token. Logs go to stderr.",

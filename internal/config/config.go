@@ -274,7 +274,7 @@ func (c *Config) applyDefaults() {
 }
 
 // Bounds of a workspace, the same in the YAML and in POST /api/v1/workspaces
-// (README "API limits").
+// (docs/http-api.md, "API limits").
 const (
 	MaxWorkspaceNameRunes = 200
 	MaxSteps              = 50

@@ -23,7 +23,7 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
 )
 
-// Limits of task fields (documented in README "API limits").
+// Limits of task fields (documented in docs/http-api.md, "API limits").
 const (
 	MaxTitleRunes       = 500
 	MaxDescriptionBytes = 64 << 10
