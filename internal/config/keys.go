@@ -189,3 +189,37 @@ func entryName(item *yaml.Node) string {
 	}
 	return ""
 }
+
+// Keys lists every key the configuration file takes, as a path from the
+// top level ("connections[].hooks[].id"; "[]" marks a list's entries), in
+// the order of the types' fields. It reads the same yaml tags as the check
+// above, so docs/configuration.md can be held to it by a test.
+func Keys() []string {
+	var out []string
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if shape, ok := yamlShapes[t]; ok {
+			t = shape
+		}
+		keys := yamlKeys(t)
+		for _, name := range keys.names {
+			path := join(prefix, name)
+			out = append(out, path)
+			ft := keys.types[name]
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch {
+			case ft.Kind() == reflect.Struct:
+				walk(ft, path)
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				walk(ft.Elem(), path+"[]")
+			}
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
+	return out
+}
