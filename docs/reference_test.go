@@ -1,7 +1,6 @@
 package docs_test
 
 import (
-	"bufio"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -44,26 +43,31 @@ func readRoot(t *testing.T, path string) string {
 	return string(b)
 }
 
-// proseLines are the lines of a Markdown document outside fenced code
-// blocks, with inline code spans blanked (a link written as code is an
-// example, not a link), each with its line number.
-func proseLines(doc string) (lines []string, numbers []int) {
-	inFence := false
-	fence := ""
+// unfenced are the lines of a Markdown document outside fenced code
+// blocks, each with its line number.
+func unfenced(doc string) (lines []string, numbers []int) {
+	inFence, fence := false, ""
 	for i, line := range strings.Split(doc, "\n") {
 		trimmed := strings.TrimSpace(line)
-		if inFence {
-			if strings.HasPrefix(trimmed, fence) {
-				inFence = false
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+		switch {
+		case inFence:
+			inFence = !strings.HasPrefix(trimmed, fence)
+		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
 			inFence, fence = true, trimmed[:3]
-			continue
+		default:
+			lines = append(lines, line)
+			numbers = append(numbers, i+1)
 		}
-		lines = append(lines, codeSpan.ReplaceAllString(line, "``"))
-		numbers = append(numbers, i+1)
+	}
+	return lines, numbers
+}
+
+// proseLines are the unfenced lines with inline code spans blanked: a
+// link written as code is an example, not a link.
+func proseLines(doc string) (lines []string, numbers []int) {
+	lines, numbers = unfenced(doc)
+	for i, line := range lines {
+		lines[i] = codeSpan.ReplaceAllString(line, "``")
 	}
 	return lines, numbers
 }
@@ -85,19 +89,8 @@ var (
 func anchors(doc string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	inFence, fence := false, ""
-	for _, line := range strings.Split(doc, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if inFence {
-			if strings.HasPrefix(trimmed, fence) {
-				inFence = false
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			inFence, fence = true, trimmed[:3]
-			continue
-		}
+	lines, _ := unfenced(doc)
+	for _, line := range lines {
 		m := heading.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -205,9 +198,8 @@ func referenceEntries(t *testing.T, doc, section string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	in, found := false, false
-	sc := bufio.NewScanner(strings.NewReader(doc))
-	for sc.Scan() {
-		line := sc.Text()
+	lines, _ := unfenced(doc)
+	for _, line := range lines {
 		if m := heading.FindStringSubmatch(line); m != nil {
 			in = m[2] == section
 			found = found || in
