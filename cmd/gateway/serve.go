@@ -392,7 +392,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	}
 	m.Preset(metrics.Known{Connections: known, RecoveryActions: idempotency.RecoveryActionLabels, RetentionKinds: retention.Kinds})
 	m.WatchInbox(st, now, metrics.DefaultStatsInterval)
-	coord := idempotency.New(st, logger, now)
+	coord := idempotency.New(st, logger, now, providers.ContributionKinds())
 	coord.Metrics = m
 	svc := tasks.NewService(st, logger, now)
 	projector := projection.New(st, lookupConn, logger, now)
