@@ -115,7 +115,7 @@ func (a *Applier) parse(d store.Delivery) (config.Connection, connectors.Event, 
 	if !ok {
 		return conn, connectors.Event{}, fmt.Errorf("%w: no adapter for provider %q", inbox.ErrPermanent, conn.Provider)
 	}
-	header, err := inbox.DecodeHeaders(d.Headers)
+	header, err := store.DecodeDeliveryHeaders(d.Headers)
 	if err != nil {
 		return conn, connectors.Event{}, fmt.Errorf("%w: %v", inbox.ErrPermanent, err)
 	}
