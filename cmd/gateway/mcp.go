@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
@@ -80,7 +81,7 @@ func mcpStdio(ctx context.Context, args []string, env Env, stdout, stderr io.Wri
 		return err
 	}
 	now := time.Now
-	api := tasks.NewAPI(tasks.NewService(st, logger, now), idempotency.New(st, logger, now), nil, st, logger, now)
+	api := tasks.NewAPI(tasks.NewService(st, logger, now), idempotency.New(st, logger, now, providers.ContributionKinds()), nil, st, logger, now)
 	// Events another process commits reach list_task_events's wait by
 	// notification on PostgreSQL; on SQLite, by its polling.
 	feed := events.NewFeed(st, logger)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/docs"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/openapitest"
@@ -301,7 +302,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		// Found unsettled and created, identity lost: a creation held open
 		// in this process (as a connector's would be) while the API looks
 		// it up, creates against it and releases its identity.
-		coord := idempotency.New(st, slog.New(slog.DiscardHandler), time.Now)
+		coord := idempotency.New(st, slog.New(slog.DiscardHandler), time.Now, providers.ContributionKinds())
 		begun, err := coord.BeginTaskCreation(ctx, idempotency.CreateRequest{WorkspaceID: testWorkspace, ExternalID: "openapi-in-flight",
 			Title: "In flight", WorkflowStepID: "backlog", Actor: idempotency.Actor{Kind: "api_token", ID: "openapi-test", AuthMode: "bearer"}})
 		if err != nil || begun.Handle == nil {
@@ -495,7 +496,7 @@ func resolveUnknownStep(t *testing.T, c specClient, st *sqlstore.Store, anchorTa
 		OwnershipMarker: "m", ClaimedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	crashed := idempotency.New(st, discard, func() time.Time { return time.Now().Add(time.Hour) })
+	crashed := idempotency.New(st, discard, func() time.Time { return time.Now().Add(time.Hour) }, providers.ContributionKinds())
 	simulated := errors.New("simulated crash")
 	crashed.Failpoint = func(name string) error {
 		if name == idempotency.FailAfterStepClaim {
@@ -510,7 +511,7 @@ func resolveUnknownStep(t *testing.T, c specClient, st *sqlstore.Store, anchorTa
 	if !errors.Is(err, simulated) {
 		t.Fatalf("Create = %v, want the simulated crash", err)
 	}
-	recovery := idempotency.New(st, discard, func() time.Time { return time.Now().Add(2 * time.Hour) })
+	recovery := idempotency.New(st, discard, func() time.Time { return time.Now().Add(2 * time.Hour) }, providers.ContributionKinds())
 	var opID string
 	later := time.Now().Add(3 * time.Hour)
 	ops, err := st.ListOpenOperations(ctx, later, later, 100)

@@ -386,9 +386,13 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	now := time.Now
 	ads := adapters()
 
-	m.Preset(metrics.Known{Connections: cfg.Connections, RecoveryActions: idempotency.RecoveryActionLabels, RetentionKinds: retention.Kinds})
+	known := make([]metrics.KnownConnection, 0, len(cfg.Connections))
+	for _, c := range cfg.Connections {
+		known = append(known, metrics.KnownConnection{ID: c.ID, Provider: c.Provider, APIAccess: c.HasAPIAccess()})
+	}
+	m.Preset(metrics.Known{Connections: known, RecoveryActions: idempotency.RecoveryActionLabels, RetentionKinds: retention.Kinds})
 	m.WatchInbox(st, now, metrics.DefaultStatsInterval)
-	coord := idempotency.New(st, logger, now)
+	coord := idempotency.New(st, logger, now, providers.ContributionKinds())
 	coord.Metrics = m
 	svc := tasks.NewService(st, logger, now)
 	projector := projection.New(st, lookupConn, logger, now)

@@ -236,6 +236,19 @@ func Names() []string {
 	return out
 }
 
+// ContributionKinds returns, for each provider with a PR/MR projection, the
+// kind of its projected contributions, keyed by provider name: what the
+// creation coordinator may associate with tasks.
+func ContributionKinds() map[string]string {
+	out := map[string]string{}
+	for _, p := range registry {
+		if p.Projection != nil {
+			out[p.Name] = p.Projection.ContributionKind
+		}
+	}
+	return out
+}
+
 // Adapters returns each provider's adapter keyed by provider name.
 func Adapters() map[string]connectors.Adapter {
 	out := make(map[string]connectors.Adapter, len(registry))

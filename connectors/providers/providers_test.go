@@ -122,6 +122,21 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// ContributionKinds names every provider with a projection, and only those.
+func TestContributionKinds(t *testing.T) {
+	t.Parallel()
+	got := ContributionKinds()
+	want := map[string]string{"github": "pull_request", "gitlab": "merge_request", "gitea": "pull_request"}
+	if len(got) != len(want) {
+		t.Fatalf("ContributionKinds() = %v, want %v", got, want)
+	}
+	for name, kind := range want {
+		if got[name] != kind {
+			t.Fatalf("ContributionKinds()[%q] = %q, want %q", name, got[name], kind)
+		}
+	}
+}
+
 func TestZeroConfigHost(t *testing.T) {
 	t.Parallel()
 	env := func(vals map[string]string) func(string) (string, bool) {

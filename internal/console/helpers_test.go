@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/console"
 	"github.com/trackergateway/gateway/internal/httpapi"
@@ -84,7 +85,7 @@ func newEnvWithRecovery(t *testing.T, st *sqlstore.Store, recovery func(now func
 		return config.Connection{ID: id, Provider: provider}, provider != ""
 	}
 	installations := ingest.NewInstallations(st, ghOnly, logger)
-	coord := idempotency.New(st, logger, now)
+	coord := idempotency.New(st, logger, now, providers.ContributionKinds())
 	receiver := inbox.NewReceiver(st, map[string]connectors.Adapter{}, noConnections, logger, now)
 	taskAPI := tasks.NewAPI(tasks.NewService(st, logger, now), coord, projection.New(st, noConnections, logger, now), st, logger, now)
 	deliveries := inbox.NewOperators(st, logger, now)

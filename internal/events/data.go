@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trackergateway/gateway/connectors"
-	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -93,13 +91,10 @@ type Contribution struct {
 	LastSyncedAt *time.Time `json:"last_synced_at"`
 }
 
-// ContributionOf is the contributions JSON item of a projection row: a
-// merged PR/MR's state is "merged", whatever its provider calls it.
-func ContributionOf(r store.Projection) Contribution {
-	kind := connectors.KindPullRequest
-	if p, ok := providers.Lookup(r.Provider); ok && p.Projection != nil {
-		kind = p.Projection.ContributionKind
-	}
+// ContributionOf is the contributions JSON item of a projection row of
+// the given kind (the caller knows its provider's): a merged PR/MR's state
+// is "merged", whatever its provider calls it.
+func ContributionOf(r store.Projection, kind string) Contribution {
 	state := r.State
 	if r.Merged {
 		state = "merged"

@@ -29,7 +29,7 @@ func TestPayloadIsEncodingJSON(t *testing.T) {
 			{Task: TaskOf(task), Revision: int64(i + 1), Cause: Cause{Actor: text}},
 			{Task: TaskOf(task), Revision: 7, Changes: Changes{{Field: "title", From: text, To: "x"}},
 				Cause: Cause{Connection: text, DeliveryID: "d", ProviderEvent: text}},
-			{Task: TaskOf(task), Revision: 8, Contribution: new(ContributionOf(pr)), Cause: Cause{Connection: "gl"}},
+			{Task: TaskOf(task), Revision: 8, Contribution: new(ContributionOf(pr, "merge_request")), Cause: Cause{Connection: "gl"}},
 			{Task: Task{ID: text}, Revision: 0},
 		}
 		for _, d := range datas {

@@ -118,7 +118,7 @@ func TestDataJSON(t *testing.T) {
 		{"no change", Data{Task: TaskOf(task), Revision: 5, Changes: TaskChanges(TaskOf(task), TaskOf(task)),
 			Cause: Cause{Connection: "gh", DeliveryID: "d", ProviderEvent: "issues.edited"}},
 			`{"task":` + taskJSON + `,"revision":5,"cause":{"connection":"gh","delivery_id":"d","provider_event":"issues.edited"}}`},
-		{"a contribution", Data{Task: TaskOf(task), Revision: 6, Contribution: new(ContributionOf(pr)), Cause: Cause{Connection: "gh"}},
+		{"a contribution", Data{Task: TaskOf(task), Revision: 6, Contribution: new(ContributionOf(pr, "pull_request")), Cause: Cause{Connection: "gh"}},
 			`{"task":` + taskJSON + `,"revision":6,"contribution":{"provider":"github","kind":"pull_request",` +
 				`"repository":"o/r","number":2,"url":"https://github.com/o/r/pull/2","title":"Fix","state":"merged",` +
 				`"draft":false,"merged_at":"2026-03-01T13:00:00Z","head_branch":"","base_branch":"","head_sha":"",` +
@@ -161,7 +161,7 @@ func TestContributionChanges(t *testing.T) {
 		after := open
 		tt.after(&after)
 		var fields []string
-		for _, c := range ContributionChanges(ContributionOf(open), ContributionOf(after)) {
+		for _, c := range ContributionChanges(ContributionOf(open, "pull_request"), ContributionOf(after, "pull_request")) {
 			fields = append(fields, c.Field)
 		}
 		if !slices.Equal(fields, tt.fields) {

@@ -31,7 +31,7 @@ const OutcomeLinked = "Linked"
 // written, and the returned association says where.
 func (c *Coordinator) AssociateContribution(ctx context.Context, task store.Task, req RemoteContributionRequest) (store.Association, error) {
 	req.TaskID, req.WorkspaceID = task.ID, task.WorkspaceID
-	if err := validateContribution(req); err != nil {
+	if err := c.validateContribution(req); err != nil {
 		return store.Association{}, err
 	}
 	if task.CreationState != store.CreationComplete {

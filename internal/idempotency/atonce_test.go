@@ -40,13 +40,13 @@ func TestCreationsWrittenAtOnceTogether(t *testing.T) {
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
 				if tc.held >= 0 {
-					setup := New(st, discardLogger(), newTestClock().Now)
+					setup := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 					if _, err := setup.Create(ctx, createRequest(fmt.Sprint("ext-", tc.held))); err != nil {
 						t.Fatalf("Create the holder: %v", err)
 					}
 				}
 				gate := &gatedStore{countingStore: countingStore{Store: st}, entered: make(chan struct{}), release: make(chan struct{})}
-				c := New(gate, discardLogger(), newTestClock().Now)
+				c := New(gate, discardLogger(), newTestClock().Now, testContributionKinds)
 				results := make([]Result, queued+1)
 				errs := make([]error, queued+1)
 				ctxs := make([]context.Context, queued+1)

@@ -33,7 +33,7 @@ func TestBeginTakesTheWorkspaceLast(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		for _, tc := range tests {
 			rec := &recordingStore{Store: st}
-			c := New(rec, discardLogger(), newTestClock().Now)
+			c := New(rec, discardLogger(), newTestClock().Now, testContributionKinds)
 			if _, err := c.BeginTaskCreation(context.Background(), tc.req); err != nil {
 				t.Fatalf("%s: begin: %v", tc.name, err)
 			}

@@ -42,7 +42,7 @@ func benchRequest(ext string) CreateRequest {
 func BenchmarkCreateCreated(b *testing.B) {
 	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), time.Now)
+		c := New(st, discardLogger(), time.Now, testContributionKinds)
 		prefix := uuid.NewString()[:8]
 		i := 0
 		for b.Loop() {
@@ -62,7 +62,7 @@ func BenchmarkCreateCreated(b *testing.B) {
 func BenchmarkCreateCreatedShared(b *testing.B) {
 	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
 		ctx := store.WithSharedCommit(context.Background())
-		c := New(st, discardLogger(), time.Now)
+		c := New(st, discardLogger(), time.Now, testContributionKinds)
 		prefix := uuid.NewString()[:8]
 		var next atomic.Int64
 		b.SetParallelism(16)
@@ -86,7 +86,7 @@ func BenchmarkCreateCreatedShared(b *testing.B) {
 func BenchmarkLedgerOverSettlement(b *testing.B) {
 	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), time.Now)
+		c := New(st, discardLogger(), time.Now, testContributionKinds)
 		prefix := uuid.NewString()[:8]
 		var ledger, settlement time.Duration
 		n := 0
@@ -115,7 +115,7 @@ func BenchmarkLedgerOverSettlement(b *testing.B) {
 func BenchmarkCreateFound(b *testing.B) {
 	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), time.Now)
+		c := New(st, discardLogger(), time.Now, testContributionKinds)
 		if _, err := c.Create(ctx, benchRequest("held")); err != nil {
 			b.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func BenchmarkCreateFound(b *testing.B) {
 func BenchmarkLookup(b *testing.B) {
 	benchDialects(b, func(b *testing.B, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), time.Now)
+		c := New(st, discardLogger(), time.Now, testContributionKinds)
 		if _, err := c.Create(ctx, benchRequest("held")); err != nil {
 			b.Fatal(err)
 		}

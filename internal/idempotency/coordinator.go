@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/metrics"
@@ -120,11 +119,22 @@ type Coordinator struct {
 	// batches gathers the creations written at once (createAtOnce) that
 	// arrive together.
 	batches atOnceBatches
+	// contributionKinds is what a remote_contribution_associate step may
+	// name (validateContribution).
+	contributionKinds ContributionKinds
 }
 
-// New returns a coordinator.
-func New(st store.Store, logger *slog.Logger, now func() time.Time) *Coordinator {
-	return &Coordinator{st: st, logger: logger, now: func() time.Time { return now().UTC() }, leaseTTL: 30 * time.Second}
+// ContributionKinds maps each provider whose pull or merge requests the
+// gateway associates with tasks to the kind of those contributions
+// ("github" → "pull_request"). The caller's wiring names them, so the
+// identity rules know no provider.
+type ContributionKinds map[string]string
+
+// New returns a coordinator; kinds are the contributions its creations and
+// associations accept.
+func New(st store.Store, logger *slog.Logger, now func() time.Time, kinds ContributionKinds) *Coordinator {
+	return &Coordinator{st: st, logger: logger, now: func() time.Time { return now().UTC() }, leaseTTL: 30 * time.Second,
+		contributionKinds: kinds}
 }
 
 func (c *Coordinator) failpoint(name string) error {
@@ -322,7 +332,7 @@ func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext s
 		}
 	}
 	for _, cr := range req.Contributions {
-		if err := validateContribution(cr); err != nil {
+		if err := c.validateContribution(cr); err != nil {
 			return nil, err
 		}
 	}
@@ -382,13 +392,12 @@ func (c *Coordinator) prepareBegin(ctx context.Context, req CreateRequest, ext s
 			ActorBindingHash: op.ActorBindingSHA256, ManifestHash: op.ManifestSHA256, plannedSteps: len(steps)}}}, nil
 }
 
-func validateContribution(r RemoteContributionRequest) error {
-	// The registered providers with pull or merge requests to project.
-	p, ok := providers.Lookup(r.Provider)
-	if !ok || p.Projection == nil {
+func (c *Coordinator) validateContribution(r RemoteContributionRequest) error {
+	kind, ok := c.contributionKinds[r.Provider]
+	if !ok {
 		return fmt.Errorf("%w: remote_contribution_associate provider %q", ErrUnsupportedStep, r.Provider)
 	}
-	if r.ContributionKind != p.Projection.ContributionKind {
+	if r.ContributionKind != kind {
 		return fmt.Errorf("%w: contribution kind %q", ErrUnsupportedStep, r.ContributionKind)
 	}
 	if r.ConnectionID == "" || r.ContributionID == "" {

@@ -41,7 +41,7 @@ func TestFoundOpensNoTransaction(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		setup := New(st, discardLogger(), newTestClock().Now)
+		setup := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		if _, err := setup.Create(ctx, createRequest("ext-1", contribution("101"))); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
@@ -49,7 +49,7 @@ func TestFoundOpensNoTransaction(t *testing.T) {
 			t.Fatalf("Begin: %v", err)
 		}
 		counted := &countingStore{Store: st}
-		c := New(counted, discardLogger(), newTestClock().Now)
+		c := New(counted, discardLogger(), newTestClock().Now, testContributionKinds)
 		for _, tc := range []struct {
 			ext  string
 			want Outcome
@@ -99,7 +99,7 @@ func TestFenceRefusesSameOwnerStaleGeneration(t *testing.T) {
 		clock := newTestClock()
 		opID := preparedOperation(t, st, clock)
 		reached, release := make(chan struct{}), make(chan struct{})
-		first := New(st, discardLogger(), clock.Now)
+		first := New(st, discardLogger(), clock.Now, testContributionKinds)
 		first.Failpoint = blockAt(FailAfterPhaseA, reached, release)
 		done := make(chan error, 1)
 		go func() {
@@ -109,7 +109,7 @@ func TestFenceRefusesSameOwnerStaleGeneration(t *testing.T) {
 		waitFor(t, reached, "the first claim's phase A")
 		// The same owner claims again (a new generation) and has not yet
 		// run its action: only the generation tells the two claims apart.
-		second := New(st, discardLogger(), clock.Now)
+		second := New(st, discardLogger(), clock.Now, testContributionKinds)
 		action, gen, err := second.claimRecovery(ctx, opID, "r1")
 		if err != nil || action != ActionCompleteCompleting {
 			t.Fatalf("second claim by r1 = %q, %v; want %q", action, err, ActionCompleteCompleting)
@@ -145,7 +145,7 @@ func TestPhaseBRechecksStepEvidence(t *testing.T) {
 			t.Parallel()
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
-				crashed := New(st, discardLogger(), newTestClock().Now)
+				crashed := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 				crashed.Failpoint = crashAt(FailAfterPhaseA)
 				begun, err := crashed.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 				if err != nil {
@@ -162,7 +162,7 @@ func TestPhaseBRechecksStepEvidence(t *testing.T) {
 				}
 				rawExec(t, st, `UPDATE task_remote_contribution_associations SET `+tc.column+` = $1 WHERE contribution_id = $2`, tc.value, "101")
 				before := takeSnapshot(t, st)
-				c := New(st, discardLogger(), newTestClock().Now)
+				c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 				if _, err := c.CompleteTaskCreation(ctx, begun.Handle); !errors.Is(err, ErrHandleMismatch) {
 					t.Errorf("phase B over a changed effect row = %v, want ErrHandleMismatch", err)
 				}
@@ -202,11 +202,11 @@ func TestForeignRowSameDecisionOnBothPaths(t *testing.T) {
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
 				clock := newTestClock()
-				c := New(st, discardLogger(), clock.Now)
+				c := New(st, discardLogger(), clock.Now, testContributionKinds)
 				var other store.Task
 				foreign := func() {
 					if tc.linked {
-						other = linkedElsewhere(t, New(st, discardLogger(), clock.Now))
+						other = linkedElsewhere(t, New(st, discardLogger(), clock.Now, testContributionKinds))
 					} else {
 						unownedRow(t, st, clock)
 					}
@@ -296,7 +296,7 @@ func TestLinkIsARecordedOperation(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		task := linkedElsewhere(t, c)
 		a, err := st.GetAssociation(ctx, "github", "gh-main", "101")
 		if err != nil {
@@ -349,7 +349,7 @@ func TestKnownAbsentSkipsTheLookup(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		counted := &countingStore{Store: st}
-		c := New(counted, discardLogger(), newTestClock().Now)
+		c := New(counted, discardLogger(), newTestClock().Now, testContributionKinds)
 		absent := func(ext string) CreateRequest {
 			req := createRequest(ext)
 			req.KnownAbsent = true

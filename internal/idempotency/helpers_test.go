@@ -312,3 +312,7 @@ func stepStates(t testing.TB, st *sqlstore.Store, opID string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// testContributionKinds are the contributions the test coordinators accept,
+// as the gateway's wiring names them.
+var testContributionKinds = ContributionKinds{"github": "pull_request", "gitlab": "merge_request", "gitea": "pull_request"}

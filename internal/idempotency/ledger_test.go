@@ -27,7 +27,7 @@ func TestGoldenCreateWithContribution(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		c := New(st, discardLogger(), clock.Now)
+		c := New(st, discardLogger(), clock.Now, testContributionKinds)
 		res, err := c.Create(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
 			t.Fatalf("Create: %v", err)
@@ -64,7 +64,7 @@ func TestCompleteReplaysForTheSameHandle(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		begun, err := c.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
 			t.Fatalf("Begin: %v", err)
@@ -114,7 +114,7 @@ func TestFailpointThenRecovery(t *testing.T) {
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
 				clock := newTestClock()
-				crashed := New(st, discardLogger(), clock.Now)
+				crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 				crashed.Failpoint = crashAt(tc.failpoint)
 				req := createRequest("ext-1", contribution("101"))
 				if tc.abort {
@@ -139,7 +139,7 @@ func TestFailpointThenRecovery(t *testing.T) {
 				op := onlyOperation(t, st)
 
 				// The process is gone; a new one recovers.
-				c := New(st, discardLogger(), clock.Now)
+				c := New(st, discardLogger(), clock.Now, testContributionKinds)
 				r := NewRecoverer(c, st, discardLogger())
 				pastGraceAndLease(clock, c, r)
 				n, err := r.RunOnce(ctx)
@@ -182,12 +182,12 @@ func TestRecoveryLeavesInFlightCreatesAlone(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		crashed := New(st, discardLogger(), clock.Now)
+		crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 		crashed.Failpoint = crashAt(FailAfterBegin)
 		if _, err := crashed.Create(ctx, createRequest("ext-1", contribution("101"))); !errors.Is(err, errCrash) {
 			t.Fatalf("Create = %v, want the simulated crash", err)
 		}
-		c := New(st, discardLogger(), clock.Now)
+		c := New(st, discardLogger(), clock.Now, testContributionKinds)
 		r := NewRecoverer(c, st, discardLogger())
 		before := takeSnapshot(t, st)
 		// Within grace and the caller's lease, recovery does not touch it.
@@ -207,7 +207,7 @@ func TestRecoveryTakesAbandonedCreationsAtOnce(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		crashed := New(st, discardLogger(), clock.Now)
+		crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 		crashed.Failpoint = crashAt(FailAfterStepClaim)
 		if _, err := crashed.Create(ctx, createRequest("ext-1", contribution("101"))); !errors.Is(err, errCrash) {
 			t.Fatalf("Create = %v, want the simulated crash", err)
@@ -221,7 +221,7 @@ func TestRecoveryTakesAbandonedCreationsAtOnce(t *testing.T) {
 		if _, err := st.TakeBackLeases(ctx, start); err != nil {
 			t.Fatalf("take back leases: %v", err)
 		}
-		c := New(st, discardLogger(), clock.Now)
+		c := New(st, discardLogger(), clock.Now, testContributionKinds)
 		r := NewRecoverer(c, st, discardLogger())
 		r.AbandonedBefore = start
 		clock.Advance(time.Millisecond)
@@ -239,7 +239,7 @@ func TestForeignContributionAborts(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		first, err := c.Create(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
 			t.Fatalf("first Create: %v", err)
@@ -275,7 +275,7 @@ func TestAbortAfterStepSucceededCompensates(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		begun, err := c.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
 			t.Fatalf("Begin: %v", err)
@@ -397,7 +397,7 @@ func TestTamperingBlocksCompleteAndAbort(t *testing.T) {
 			t.Parallel()
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
-				c := New(st, discardLogger(), newTestClock().Now)
+				c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 				begun, err := c.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 				if err != nil {
 					t.Fatalf("Begin: %v", err)
@@ -457,7 +457,7 @@ func TestTamperingBlocksCompensationRetry(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		crashed := New(st, discardLogger(), clock.Now)
+		crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 		crashed.Failpoint = crashAt(FailInsideAbortCompensate)
 		begun, err := crashed.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
@@ -470,7 +470,7 @@ func TestTamperingBlocksCompensationRetry(t *testing.T) {
 			t.Fatalf("Abort = %v, want the simulated crash", err)
 		}
 		rawExec(t, st, `UPDATE task_remote_contribution_associations SET ownership_marker = $1 WHERE contribution_id = $2`, "forged", "101")
-		c := New(st, discardLogger(), clock.Now)
+		c := New(st, discardLogger(), clock.Now, testContributionKinds)
 		r := NewRecoverer(c, st, discardLogger())
 		pastGraceAndLease(clock, c, r)
 		if _, err := c.RecoverTaskCreation(ctx, begun.Handle.OperationID, "r1"); !errors.Is(err, ErrHandleMismatch) {
@@ -489,7 +489,7 @@ func TestReleaseDuringPreparingGivesIdentityLost(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		begun, err := c.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
 			t.Fatalf("Begin: %v", err)
@@ -538,7 +538,7 @@ func TestReleaseRefusedWhileAStepRuns(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		c.Failpoint = crashAt(FailAfterStepClaim)
 		if _, err := c.Create(ctx, createRequest("ext-1", contribution("101"))); !errors.Is(err, errCrash) {
 			t.Fatalf("Create = %v, want the simulated crash", err)
@@ -557,7 +557,7 @@ func TestRecoveryRetriesPreparingRelease(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		crashed := New(st, discardLogger(), clock.Now)
+		crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 		begun, err := crashed.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
 			t.Fatalf("Begin: %v", err)
@@ -571,7 +571,7 @@ func TestRecoveryRetriesPreparingRelease(t *testing.T) {
 		if err := st.UpdateOperation(ctx, op); err != nil {
 			t.Fatal(err)
 		}
-		c := New(st, discardLogger(), clock.Now)
+		c := New(st, discardLogger(), clock.Now, testContributionKinds)
 		r := NewRecoverer(c, st, discardLogger())
 		pastGraceAndLease(clock, c, r)
 		actions, err := c.RecoverTaskCreation(ctx, op.ID, "r1")
@@ -614,7 +614,7 @@ func TestLeaseExpiryReconcilesUnknownStep(t *testing.T) {
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
 				clock := newTestClock()
-				crashed := New(st, discardLogger(), clock.Now)
+				crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 				crashed.Failpoint = crashAt(tc.failpoint)
 				if _, err := crashed.Create(ctx, createRequest("ext-1", contribution("101"))); !errors.Is(err, errCrash) {
 					t.Fatalf("Create = %v, want the simulated crash", err)
@@ -628,7 +628,7 @@ func TestLeaseExpiryReconcilesUnknownStep(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				c := New(st, discardLogger(), clock.Now)
+				c := New(st, discardLogger(), clock.Now, testContributionKinds)
 				steps, _ := st.ListCreationSteps(ctx, op.ID)
 				if steps[0].State != store.StepRunning {
 					t.Fatalf("step after the crash = %s, want running", steps[0].State)
@@ -715,7 +715,7 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 func preparedOperation(t *testing.T, st *sqlstore.Store, clock *storetest.Clock) string {
 	t.Helper()
 	ctx := context.Background()
-	c := New(st, discardLogger(), clock.Now)
+	c := New(st, discardLogger(), clock.Now, testContributionKinds)
 	begun, err := c.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 	if err != nil {
 		t.Fatalf("Begin: %v", err)
@@ -736,7 +736,7 @@ func TestConcurrentRecoverers(t *testing.T) {
 			clock := newTestClock()
 			opID := preparedOperation(t, st, clock)
 			reached, release := make(chan struct{}), make(chan struct{})
-			first := New(st, discardLogger(), clock.Now)
+			first := New(st, discardLogger(), clock.Now, testContributionKinds)
 			first.Failpoint = blockAt(FailAfterPhaseA, reached, release)
 			type result struct {
 				actions []RecoveryAction
@@ -749,7 +749,7 @@ func TestConcurrentRecoverers(t *testing.T) {
 			}()
 			waitFor(t, reached, "the first recoverer's phase A")
 			before := takeSnapshot(t, st)
-			second := New(st, discardLogger(), clock.Now)
+			second := New(st, discardLogger(), clock.Now, testContributionKinds)
 			if _, err := second.RecoverTaskCreation(ctx, opID, "r2"); !errors.Is(err, ErrCreationStateConflict) {
 				t.Errorf("second recoverer = %v, want ErrCreationStateConflict", err)
 			}
@@ -772,7 +772,7 @@ func TestConcurrentRecoverers(t *testing.T) {
 			clock := newTestClock()
 			opID := preparedOperation(t, st, clock)
 			reached, release := make(chan struct{}), make(chan struct{})
-			first := New(st, discardLogger(), clock.Now)
+			first := New(st, discardLogger(), clock.Now, testContributionKinds)
 			first.Failpoint = blockAt(FailAfterPhaseA, reached, release)
 			done := make(chan error, 1)
 			go func() {
@@ -781,7 +781,7 @@ func TestConcurrentRecoverers(t *testing.T) {
 			}()
 			waitFor(t, reached, "the first recoverer's phase A")
 			// The first recoverer stalls past its lease; another takes over.
-			second := New(st, discardLogger(), clock.Now)
+			second := New(st, discardLogger(), clock.Now, testContributionKinds)
 			clock.Advance(second.leaseTTL + 1e9)
 			actions, err := second.RecoverTaskCreation(ctx, opID, "r2")
 			if err != nil {
@@ -808,7 +808,7 @@ func TestConcurrentRecoverers(t *testing.T) {
 			start := make(chan struct{})
 			errs := make(chan error, 2)
 			for _, owner := range []string{"r1", "r2"} {
-				c := New(st, discardLogger(), clock.Now)
+				c := New(st, discardLogger(), clock.Now, testContributionKinds)
 				go func() {
 					<-start
 					_, err := c.RecoverTaskCreation(ctx, opID, owner)
@@ -837,7 +837,7 @@ func TestFoundNeverOpensAnOperation(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		if _, err := c.Create(ctx, createRequest("ext-1", contribution("101"))); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
@@ -886,7 +886,7 @@ func TestRaceLoserReturnsFound(t *testing.T) {
 			t.Parallel()
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
-				c := New(st, discardLogger(), newTestClock().Now)
+				c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 				var winner Result
 				loser := createRequest("ext-1")
 				loser.WorkflowStepID = tc.step
@@ -924,7 +924,7 @@ func TestCapacityErrorSurfacesWhenNothingHoldsTheID(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		first := createRequest("ext-1")
 		first.WorkflowStepID = "doing"
 		if _, err := c.Create(ctx, first); err != nil {
@@ -952,7 +952,7 @@ func TestCompleteAfterTaskDeletedIsNotFound(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		c := New(st, discardLogger(), clock.Now)
+		c := New(st, discardLogger(), clock.Now, testContributionKinds)
 		begun, err := c.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
 			t.Fatalf("Begin: %v", err)
@@ -986,7 +986,7 @@ func TestBeginRefusesUnsupportedSteps(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		c := New(st, discardLogger(), newTestClock().Now)
+		c := New(st, discardLogger(), newTestClock().Now, testContributionKinds)
 		cr := contribution("101")
 		cr.Provider = "bitbucket"
 		before := takeSnapshot(t, st)
@@ -1011,9 +1011,9 @@ func TestFailpointInSharedCommits(t *testing.T) {
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := store.WithSharedCommit(store.WithDeferredSync(context.Background()))
 				clock := newTestClock()
-				crashed := New(st, discardLogger(), clock.Now)
+				crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 				crashed.Failpoint = crashAt(failpoint)
-				healthy := New(st, discardLogger(), clock.Now)
+				healthy := New(st, discardLogger(), clock.Now, testContributionKinds)
 
 				const others = 6
 				errs := make([]error, others)
@@ -1034,7 +1034,7 @@ func TestFailpointInSharedCommits(t *testing.T) {
 					}
 				}
 
-				c := New(st, discardLogger(), clock.Now)
+				c := New(st, discardLogger(), clock.Now, testContributionKinds)
 				r := NewRecoverer(c, st, discardLogger())
 				pastGraceAndLease(clock, c, r)
 				if _, err := r.RunOnce(context.Background()); err != nil {

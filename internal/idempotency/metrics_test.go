@@ -18,14 +18,14 @@ func TestRecoveryActionsAreCounted(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		crashed := New(st, discardLogger(), clock.Now)
+		crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 		// Begun, then abandoned before its steps ran.
 		begun, err := crashed.BeginTaskCreation(ctx, createRequest("ext-1"))
 		if err != nil {
 			t.Fatalf("Begin: %v", err)
 		}
 		reg := prometheus.NewRegistry()
-		c := New(st, discardLogger(), clock.Now)
+		c := New(st, discardLogger(), clock.Now, testContributionKinds)
 		c.Metrics = metrics.New(reg)
 		r := NewRecoverer(c, st, discardLogger())
 		pastGraceAndLease(clock, c, r)

@@ -25,13 +25,13 @@ const stepKey101 = "github:gh-main:pull_request:101"
 func unknownStepOperation(t *testing.T, st *sqlstore.Store, clock *storetest.Clock, failpoint string) (*Coordinator, string) {
 	t.Helper()
 	ctx := context.Background()
-	crashed := New(st, discardLogger(), clock.Now)
+	crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 	crashed.Failpoint = crashAt(failpoint)
 	if _, err := crashed.Create(ctx, createRequest("ext-1", contribution("101"))); !errors.Is(err, errCrash) {
 		t.Fatalf("Create = %v, want the simulated crash", err)
 	}
 	op := onlyOperation(t, st)
-	c := New(st, discardLogger(), clock.Now)
+	c := New(st, discardLogger(), clock.Now, testContributionKinds)
 	clock.Advance(c.leaseTTL + 1e9)
 	if action, _, err := c.claimRecovery(ctx, op.ID, "r1"); err != nil || action != ActionReconcileUnknownStep {
 		t.Fatalf("claimRecovery = %q, %v; want %q", action, err, ActionReconcileUnknownStep)

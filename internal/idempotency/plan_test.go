@@ -235,8 +235,9 @@ func TestPlanRefusesDuplicateAndUnsupportedSteps(t *testing.T) {
 		"kind":       {Provider: "github", ContributionKind: "issue", ConnectionID: "c", ContributionID: "1"},
 		"connection": {Provider: "github", ContributionKind: "pull_request", ContributionID: "1"},
 	}
+	c := New(nil, discardLogger(), time.Now, testContributionKinds)
 	for name, cr := range bad {
-		if err := validateContribution(cr); err == nil {
+		if err := c.validateContribution(cr); err == nil {
 			t.Errorf("validateContribution with a bad %s = nil, want error", name)
 		}
 	}

@@ -56,7 +56,7 @@ func twoStepCreation(t *testing.T, st *sqlstore.Store, c *Coordinator) (*Creatio
 // caller that died right after claiming it does.
 func crashAfterClaim(t *testing.T, st *sqlstore.Store, clock *storetest.Clock, h *CreationHandle, key string) {
 	t.Helper()
-	crashed := New(st, discardLogger(), clock.Now)
+	crashed := New(st, discardLogger(), clock.Now, testContributionKinds)
 	crashed.Failpoint = crashAt(FailAfterStepClaim)
 	if err := crashed.executeStep(context.Background(), h.OperationID, StepRemoteContributionAssociate, key, fence{h: h}); !errors.Is(err, errCrash) {
 		t.Fatalf("step claim = %v, want the simulated crash", err)
@@ -79,7 +79,7 @@ func TestCompleteRefusesAnUnfinishedStep(t *testing.T) {
 			// The claim's lease runs out and recovery proves the effect
 			// absent: retry_wait, as a transient failure leaves it.
 			crashAfterClaim(t, st, clock, h, key)
-			r := New(st, discardLogger(), clock.Now)
+			r := New(st, discardLogger(), clock.Now, testContributionKinds)
 			clock.Advance(r.leaseTTL + 1e9)
 			action, gen, err := r.claimRecovery(context.Background(), h.OperationID, "r1")
 			if err != nil || action != ActionReconcileUnknownStep {
@@ -96,7 +96,7 @@ func TestCompleteRefusesAnUnfinishedStep(t *testing.T) {
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
 				clock := newTestClock()
-				c := New(st, discardLogger(), clock.Now)
+				c := New(st, discardLogger(), clock.Now, testContributionKinds)
 				h, second := twoStepCreation(t, st, c)
 				tc.leave(t, st, clock, h, second)
 				steps, _ := st.ListCreationSteps(ctx, h.OperationID)
@@ -134,7 +134,7 @@ func TestAbortRefusesARunningOrUnknownStep(t *testing.T) {
 			// The claim's lease runs out; recovery's claim marks the step
 			// unknown and has not reconciled it yet.
 			crashAfterClaim(t, st, clock, h, key)
-			r := New(st, discardLogger(), clock.Now)
+			r := New(st, discardLogger(), clock.Now, testContributionKinds)
 			clock.Advance(r.leaseTTL + 1e9)
 			if action, _, err := r.claimRecovery(context.Background(), h.OperationID, "r1"); err != nil || action != ActionReconcileUnknownStep {
 				t.Fatalf("claimRecovery = %q, %v; want %q", action, err, ActionReconcileUnknownStep)
@@ -147,7 +147,7 @@ func TestAbortRefusesARunningOrUnknownStep(t *testing.T) {
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
 				clock := newTestClock()
-				c := New(st, discardLogger(), clock.Now)
+				c := New(st, discardLogger(), clock.Now, testContributionKinds)
 				h, second := twoStepCreation(t, st, c)
 				tc.leave(t, st, clock, h, second)
 				steps, _ := st.ListCreationSteps(ctx, h.OperationID)
@@ -173,7 +173,7 @@ func TestStepClaimLostToRecovery(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		clock := newTestClock()
-		caller := New(st, discardLogger(), clock.Now)
+		caller := New(st, discardLogger(), clock.Now, testContributionKinds)
 		begun, err := caller.BeginTaskCreation(ctx, createRequest("ext-1", contribution("101")))
 		if err != nil {
 			t.Fatalf("Begin: %v", err)
@@ -187,7 +187,7 @@ func TestStepClaimLostToRecovery(t *testing.T) {
 
 		// The caller stalls past its lease; recovery reconciles the step
 		// (no effect row: retry_wait) and claims it again.
-		recoverer := New(st, discardLogger(), clock.Now)
+		recoverer := New(st, discardLogger(), clock.Now, testContributionKinds)
 		clock.Advance(recoverer.leaseTTL + 1e9)
 		recovererAt, recovererGo := make(chan struct{}), make(chan struct{})
 		recoverer.Failpoint = blockAt(FailAfterStepClaim, recovererAt, recovererGo)

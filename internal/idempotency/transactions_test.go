@@ -43,7 +43,7 @@ func TestCreateInFewerTransactions(t *testing.T) {
 			t.Parallel()
 			forEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 				ctx := context.Background()
-				apart := New(st, discardLogger(), storeClock())
+				apart := New(st, discardLogger(), storeClock(), testContributionKinds)
 				apart.Failpoint = func(string) error { return nil }
 				phased, err := apart.Create(ctx, tc.req("ext-apart"))
 				if err != nil || phased.Outcome != Created {
@@ -58,7 +58,7 @@ func TestCreateInFewerTransactions(t *testing.T) {
 					rawExec(t, st, `UPDATE tasks SET workflow_step_id = 'backlog' WHERE id = $1`, phased.Task.ID)
 				}
 				counted := &countingStore{Store: st}
-				c := New(counted, discardLogger(), storeClock())
+				c := New(counted, discardLogger(), storeClock(), testContributionKinds)
 				res, err := c.Create(ctx, tc.req("ext-once"))
 				if err != nil || res.Outcome != Created {
 					t.Fatalf("Create = %v, %v; want Created", res.Outcome, err)

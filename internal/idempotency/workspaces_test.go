@@ -20,7 +20,7 @@ func TestWorkspaceSnapshots(t *testing.T) {
 		ctx := context.Background()
 		clock := newTestClock()
 		counted := &countingStore{Store: st}
-		c := New(counted, discardLogger(), clock.Now)
+		c := New(counted, discardLogger(), clock.Now, testContributionKinds)
 		create := func(workspaceID string) error {
 			req := createRequest(fmt.Sprintf("ext-%d", clock.Now().UnixNano()))
 			req.WorkspaceID = workspaceID

@@ -234,7 +234,7 @@ func TestEverySecretHeaderIsStripped(t *testing.T) {
 		if strings.Contains(d.Headers, "secret-value") || strings.Contains(d.Headers, "sha256=") {
 			t.Errorf("stored headers keep a secret: %s", d.Headers)
 		}
-		stored, err := DecodeHeaders(d.Headers)
+		stored, err := store.DecodeDeliveryHeaders(d.Headers)
 		if err != nil {
 			t.Fatal(err)
 		}

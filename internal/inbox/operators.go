@@ -181,7 +181,7 @@ func NewDeliveryDetailJSON(d store.Delivery) DeliveryDetailJSON {
 // every secret header removed, even one a row kept from before it was
 // known to be secret. Headers that do not decode are shown as none.
 func ShownHeaders(d store.Delivery) http.Header {
-	h, err := DecodeHeaders(d.Headers)
+	h, err := store.DecodeDeliveryHeaders(d.Headers)
 	if err != nil {
 		return http.Header{}
 	}

@@ -443,19 +443,6 @@ func removeSecretHeaders(h http.Header, secretHeaders []string) {
 	}
 }
 
-// DecodeHeaders turns a delivery's stored headers back into an http.Header,
-// for the Processor's call to the adapter's Parse.
-func DecodeHeaders(raw string) (http.Header, error) {
-	h := http.Header{}
-	if raw == "" {
-		return h, nil
-	}
-	if err := json.Unmarshal([]byte(raw), &h); err != nil {
-		return nil, fmt.Errorf("decode headers: %w", err)
-	}
-	return h, nil
-}
-
 // cleanEvent makes a header-supplied event name safe to store.
 func cleanEvent(s string) string {
 	return truncateUTF8(cleanText(s), maxEventBytes)

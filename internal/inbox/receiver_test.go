@@ -64,7 +64,7 @@ func TestReceiveCommitsBeforeAnswering(t *testing.T) {
 				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 			}
 		}
-		headers, err := DecodeHeaders(d.Headers)
+		headers, err := store.DecodeDeliveryHeaders(d.Headers)
 		if err != nil {
 			t.Fatalf("stored headers: %v", err)
 		}
@@ -502,12 +502,12 @@ func TestEncodeHeaders(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("EncodeHeaders = %s, want %s", got, tt.want)
 			}
-			back, err := DecodeHeaders(got)
+			back, err := store.DecodeDeliveryHeaders(got)
 			if err != nil {
-				t.Fatalf("DecodeHeaders: %v", err)
+				t.Fatalf("DecodeDeliveryHeaders: %v", err)
 			}
 			if len(back) != strings.Count(tt.want, ":[") {
-				t.Errorf("DecodeHeaders(%s) = %v", got, back)
+				t.Errorf("DecodeDeliveryHeaders(%s) = %v", got, back)
 			}
 		})
 	}

@@ -5,6 +5,12 @@
 // pull/merge request linking. It implements inbox.Processor; it holds no SQL
 // and acts through the task service, the creation coordinator and a few
 // store reads. It also serves the operator API of suppressions.
+//
+// A delivery is read down the page: this file parses it and decides once
+// what it is (classify); then one file applies each kind: issues.go an
+// issue change, links.go an issue's links to pull and merge requests,
+// contributions.go a pull or merge request change, installations.go a
+// GitHub App installation's change.
 package ingest
 
 import (
@@ -12,13 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
@@ -106,23 +106,6 @@ func New(conns func(string) (config.Connection, bool), adapters map[string]conne
 
 var _ inbox.Processor = (*Applier)(nil)
 
-func (a *Applier) parse(d store.Delivery) (config.Connection, connectors.Event, error) {
-	conn, ok := a.conns(d.ConnectionID)
-	if !ok {
-		return conn, connectors.Event{}, fmt.Errorf("%w: connection %q is no longer configured", inbox.ErrPermanent, d.ConnectionID)
-	}
-	adapter, ok := a.adapters[conn.Provider]
-	if !ok {
-		return conn, connectors.Event{}, fmt.Errorf("%w: no adapter for provider %q", inbox.ErrPermanent, conn.Provider)
-	}
-	header, err := inbox.DecodeHeaders(d.Headers)
-	if err != nil {
-		return conn, connectors.Event{}, fmt.Errorf("%w: %v", inbox.ErrPermanent, err)
-	}
-	ev, err := adapter.Parse(conn.Host, header, d.Body)
-	return conn, ev, err
-}
-
 // Prepare parses the delivery and names its entity.
 func (a *Applier) Prepare(_ context.Context, d store.Delivery) (inbox.Prepared, error) {
 	conn, ev, err := a.parse(d)
@@ -140,6 +123,23 @@ func (a *Applier) Prepare(_ context.Context, d store.Delivery) (inbox.Prepared, 
 type parsed struct {
 	conn config.Connection
 	ev   connectors.Event
+}
+
+func (a *Applier) parse(d store.Delivery) (config.Connection, connectors.Event, error) {
+	conn, ok := a.conns(d.ConnectionID)
+	if !ok {
+		return conn, connectors.Event{}, fmt.Errorf("%w: connection %q is no longer configured", inbox.ErrPermanent, d.ConnectionID)
+	}
+	adapter, ok := a.adapters[conn.Provider]
+	if !ok {
+		return conn, connectors.Event{}, fmt.Errorf("%w: no adapter for provider %q", inbox.ErrPermanent, conn.Provider)
+	}
+	header, err := store.DecodeDeliveryHeaders(d.Headers)
+	if err != nil {
+		return conn, connectors.Event{}, fmt.Errorf("%w: %v", inbox.ErrPermanent, err)
+	}
+	ev, err := adapter.Parse(conn.Host, header, d.Body)
+	return conn, ev, err
 }
 
 // Process applies the event. Provider timestamps far ahead of the clock
@@ -166,22 +166,81 @@ func (a *Applier) Process(ctx context.Context, d store.Delivery, p inbox.Prepare
 	return out, err
 }
 
-// apply applies the parsed event.
+// apply decides what the delivery is, reads the source entities a task
+// change starts from, and hands it to the one place that applies its kind.
 func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox.Outcome, error) {
 	conn, ev := pp.conn, pp.ev
 	// Every task event this delivery makes names it as the cause.
 	ctx = events.WithCause(ctx, events.Cause{Connection: conn.ID, DeliveryID: d.ID, ProviderEvent: d.Event})
 	out := inbox.Outcome{ExternalID: ev.ExternalID, Action: string(ev.Action)}
-	if ev.Installation != nil {
-		return a.installation(ctx, d, conn, ev.Installation)
-	}
-	if ev.Action == connectors.ActionIgnore {
+	kind := classify(ev)
+	switch kind {
+	case installationChange:
+		return a.applyInstallation(ctx, d, conn, ev.Installation)
+	case unmapped:
 		out.Status, out.Result = store.DeliveryIgnored, "event not mapped to a task action"
 		return out, nil
 	}
-	// One read per external ID (suppression, task, alias) starts every
-	// delivery; the entity lease keeps it current while this one runs.
-	var current, previous store.SourceEntity
+	current, previous, suppressed, err := a.sourceEntities(ctx, conn.Workspace, ev)
+	switch {
+	case err != nil:
+		return out, err
+	case suppressed:
+		out.Status, out.Result = store.DeliverySuppressed, "the gateway deleted this entity's task; cleared suppressions re-enable it"
+		return out, nil
+	}
+	switch kind {
+	case linkChange:
+		return a.applyLinks(ctx, conn, ev, current, out)
+	case contributionChange:
+		return a.applyContribution(ctx, conn, ev, out)
+	}
+	return a.applyIssue(ctx, conn, ev, current, previous, out)
+}
+
+// deliveryKind is what a delivery is to the gateway, decided once from its
+// parsed event; each kind has one place that applies it.
+type deliveryKind int
+
+const (
+	// installationChange: a GitHub App installation changed
+	// (installations.go).
+	installationChange deliveryKind = iota
+	// unmapped: the event maps to no task action.
+	unmapped
+	// linkChange: an issue linked or unlinked pull and merge requests by
+	// URL (links.go).
+	linkChange
+	// contributionChange: a pull or merge request changed
+	// (contributions.go).
+	contributionChange
+	// issueChange: an issue changed (issues.go).
+	issueChange
+)
+
+// classify decides the kind of ev: the first that applies, in the order
+// of the kinds.
+func classify(ev connectors.Event) deliveryKind {
+	switch {
+	case ev.Installation != nil:
+		return installationChange
+	case ev.Action == connectors.ActionIgnore:
+		return unmapped
+	case ev.Action == connectors.ActionLink || ev.Action == connectors.ActionUnlink:
+		return linkChange
+	case ev.Contribution != nil:
+		return contributionChange
+	}
+	return issueChange
+}
+
+// sourceEntities reads what the gateway holds of ev's external ID and of
+// the one it replaces (suppression, task, alias): one read per external ID
+// starts every delivery that changes tasks; the entity lease keeps it
+// current while this one runs. suppressed says the gateway deleted the
+// entity's task, and the delivery changes nothing.
+func (a *Applier) sourceEntities(ctx context.Context, workspaceID string, ev connectors.Event) (current, previous store.SourceEntity,
+	suppressed bool, err error) {
 	for _, e := range []struct {
 		ext string
 		to  *store.SourceEntity
@@ -189,42 +248,16 @@ func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox
 		if e.ext == "" {
 			continue
 		}
-		found, err := a.st.LookupSourceEntity(ctx, conn.Workspace, e.ext)
+		found, err := a.st.LookupSourceEntity(ctx, workspaceID, e.ext)
 		if err != nil {
-			return out, err
+			return current, previous, false, err
 		}
 		if found.Suppressed && !unfinishedDelete(ev, e.ext, found) {
-			out.Status, out.Result = store.DeliverySuppressed, "the gateway deleted this entity's task; cleared suppressions re-enable it"
-			return out, nil
+			return current, previous, true, nil
 		}
 		*e.to = found
 	}
-	switch {
-	case ev.Action == connectors.ActionLink || ev.Action == connectors.ActionUnlink:
-		return a.issueLinks(ctx, conn, ev, current, out)
-	case ev.Contribution != nil:
-		return a.contribution(ctx, conn, ev, out)
-	}
-	// An issue event may carry links (recovery reads an issue with its
-	// attachments): recorded first, so a create shows them with the
-	// others its issue has (issue); otherwise they are shown here.
-	var links []connectors.ContributionLink
-	if ev.Action != connectors.ActionDelete {
-		var err error
-		if links, err = a.recordLinks(ctx, conn, ev.ExternalID, ev.Links, false); err != nil {
-			return out, err
-		}
-	}
-	out, err := a.issue(ctx, conn, ev, current, previous, out)
-	if err != nil || out.TaskID == "" || out.Action == "create" {
-		return out, err
-	}
-	for _, l := range links {
-		if _, err := a.showContribution(ctx, conn.Workspace, out.TaskID, l); err != nil {
-			return out, err
-		}
-	}
-	return out, nil
+	return current, previous, false, nil
 }
 
 // unfinishedDelete says whether a delete of ext that finds it suppressed
@@ -236,37 +269,6 @@ func (a *Applier) apply(ctx context.Context, d store.Delivery, pp parsed) (inbox
 func unfinishedDelete(ev connectors.Event, ext string, e store.SourceEntity) bool {
 	return ev.Action == connectors.ActionDelete && ext == ev.ExternalID && (e.Task != nil || e.AliasTaskID != "")
 }
-
-// installation records a GitHub App installation's change. No task
-// changes, so the delivery is ignored as far as tasks go (and counted so);
-// its outcome names what was recorded, or why nothing was
-// (installations.go).
-func (a *Applier) installation(ctx context.Context, d store.Delivery, conn config.Connection, c *connectors.InstallationChange) (inbox.Outcome, error) {
-	if why := foreignInstallation(conn, c); why != "" {
-		return inbox.Outcome{Status: store.DeliveryIgnored, Action: InstallationAction, Result: "not recorded: " + why}, nil
-	}
-	at := c.At
-	if at.IsZero() {
-		at = d.ReceivedAt
-	}
-	change := store.InstallationChange{ConnectionID: conn.ID, InstallationID: c.ID, Action: c.Action,
-		AccountLogin: c.Account, AccountType: c.AccountType, RepositorySelection: c.RepositorySelection,
-		Repositories: c.Repositories, RemovedRepositories: c.RemovedRepositories,
-		At: at.UTC(), DeliveryID: d.ID, ReceivedAt: d.ReceivedAt.UTC()}
-	if !c.SuspendedAt.IsZero() {
-		s := c.SuspendedAt.UTC()
-		change.SuspendedAt = &s
-	}
-	if err := a.st.ApplyInstallationChange(ctx, change); err != nil {
-		return inbox.Outcome{}, fmt.Errorf("record installation: %w", err)
-	}
-	return inbox.Outcome{Status: store.DeliveryIgnored, Action: InstallationAction,
-		Result: "recorded: installation " + strconv.FormatInt(c.ID, 10) + " " + c.Action}, nil
-}
-
-// InstallationAction is the outcome action of a delivery that recorded a
-// GitHub App installation's change.
-const InstallationAction = "installation"
 
 // resolve finds the task of an external ID directly or through an alias.
 func (a *Applier) resolve(ctx context.Context, e store.SourceEntity) (store.Task, bool, error) {
@@ -281,297 +283,4 @@ func (a *Applier) resolve(ctx context.Context, e store.SourceEntity) (store.Task
 		return store.Task{}, false, nil
 	}
 	return t, err == nil, err
-}
-
-func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connectors.Event, current, previous store.SourceEntity, out inbox.Outcome) (inbox.Outcome, error) {
-	task, found, err := a.resolve(ctx, current)
-	if err != nil {
-		return out, err
-	}
-	switch ev.Action {
-	case connectors.ActionDelete:
-		return a.deleteEntity(ctx, conn, ev, task, found, out)
-	case connectors.ActionTransfer:
-		prev, ok, err := a.resolve(ctx, previous)
-		if err != nil {
-			return out, err
-		}
-		if !ok {
-			out.Status, out.Result = store.DeliveryIgnored, "no task follows the transferred entity"
-			return out, nil
-		}
-		if err := a.st.InsertAlias(ctx, conn.Workspace, ev.ExternalID, prev.ID, a.now()); err != nil {
-			return out, err
-		}
-		// The source (reference, URL) is kept current: after a GitHub
-		// transfer it names the new issue, so pull requests referencing the
-		// new repository's issue find the task.
-		updated, err := a.update(ctx, conn, ev, prev, inbox.Outcome{})
-		if err != nil {
-			return out, err
-		}
-		out.TaskID, out.Action = prev.ID, "alias"
-		out.Result = "task follows the entity to " + ev.ExternalID + "; " + updated.Result
-		return out, nil
-	}
-	if !found && ev.PreviousExternalID != "" {
-		prev, ok, err := a.resolve(ctx, previous)
-		if err != nil {
-			return out, err
-		}
-		if ok {
-			if err := a.st.InsertAlias(ctx, conn.Workspace, ev.ExternalID, prev.ID, a.now()); err != nil {
-				return out, err
-			}
-			task, found = prev, true
-		}
-	}
-	if found {
-		return a.update(ctx, conn, ev, task, out)
-	}
-	if !filtersMatch(conn, ev) {
-		out.Status, out.Result = store.DeliveryIgnored, "connection filters do not match"
-		return out, nil
-	}
-	// Nothing holds the external ID: LookupSourceEntity has just read it.
-	out, err = a.create(ctx, conn, ev, nil, true, out)
-	if err != nil {
-		return out, err
-	}
-	// A new task takes the issue's former references and the links to
-	// pull and merge requests recorded before it existed; also when the
-	// create found the task (a retry after a crash right after creating).
-	if err := a.recordFormerRefs(ctx, conn.Workspace, ev, store.Task{ID: out.TaskID}); err != nil {
-		return out, err
-	}
-	if err := a.showIssueLinks(ctx, conn.Workspace, ev.ExternalID, out.TaskID); err != nil {
-		return out, err
-	}
-	if !(ev.Action == connectors.ActionClose || ev.Closed) || out.Result != idempotency.Created.String() {
-		return out, nil
-	}
-	// A close seen before its open (providers do not order deliveries): the
-	// task mirrors the closed entity, so the older "opened" that arrives
-	// later is stale and cannot reopen it.
-	created, err := a.st.GetTask(ctx, out.TaskID)
-	if err != nil {
-		return out, err
-	}
-	closed, err := a.update(ctx, conn, ev, created, inbox.Outcome{})
-	if err != nil {
-		return out, err
-	}
-	out.Action = "create"
-	if closed.Action == "archive" {
-		out.Result = idempotency.Created.String() + "; archived (closed at source)"
-	}
-	return out, nil
-}
-
-// create creates the task of ev; absent says the caller has just found no
-// task holding its external ID (idempotency.CreateRequest.KnownAbsent).
-func (a *Applier) create(ctx context.Context, conn config.Connection, ev connectors.Event, contributions []idempotency.RemoteContributionRequest,
-	absent bool, out inbox.Outcome) (inbox.Outcome, error) {
-	title := cleanTitle(ev.Title)
-	if title == "" {
-		title = cleanTitle(ev.Source.Ref)
-	}
-	if title == "" {
-		title = ev.ExternalID
-	}
-	desc := cleanDescription(ev.Description)
-	labels := cleanLabels(ev.Labels)
-	src := &store.Source{Provider: ev.Source.Provider, Kind: ev.Source.Kind, Ref: ev.Source.Ref, URL: ev.Source.URL}
-	var updated *time.Time
-	if !ev.UpdatedAt.IsZero() {
-		u := ev.UpdatedAt.UTC()
-		updated = &u
-	}
-	res, err := a.coord.Create(ctx, idempotency.CreateRequest{WorkspaceID: conn.Workspace, ExternalID: ev.ExternalID,
-		Title: title, Description: desc, WorkflowStepID: conn.Step, Labels: labels, Source: src, SourceUpdatedAt: updated,
-		OwnerConnection: conn.ID, Contributions: contributions, KnownAbsent: absent,
-		Actor: idempotency.Actor{Kind: "connection", ID: conn.ID, AuthMode: "webhook_signature"}})
-	if err != nil {
-		return out, fmt.Errorf("create task: %w", err)
-	}
-	out.TaskID, out.Action = res.Task.ID, "create"
-	out.Result = res.Outcome.String()
-	if res.Outcome.Deduplicated() {
-		return a.update(ctx, conn, ev, res.Task, out)
-	}
-	return out, nil
-}
-
-// StaleUpdateSkipped is the result of a delivery whose update was older than
-// the last one applied to its task: it succeeded, and its action was not
-// applied.
-const StaleUpdateSkipped = "stale update skipped (older than the last applied event)"
-
-// UnchangedSkipped is the result of a delivery whose update carried the
-// state its task already has (a resend under a new delivery ID): it
-// succeeded, and nothing was written.
-const UnchangedSkipped = "unchanged (the task already has this state)"
-
-func (a *Applier) update(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, out inbox.Outcome) (inbox.Outcome, error) {
-	out.TaskID = task.ID
-	if task.CreationState != store.CreationComplete {
-		return out, fmt.Errorf("task %s is still being created", task.ID)
-	}
-	if err := a.recordFormerRefs(ctx, conn.Workspace, ev, task); err != nil {
-		return out, err
-	}
-	p := tasks.Patch{Source: &store.Source{Provider: ev.Source.Provider, Kind: ev.Source.Kind, Ref: ev.Source.Ref, URL: ev.Source.URL}}
-	if title := cleanTitle(ev.Title); title != "" {
-		p.Title = &title
-	}
-	desc := cleanDescription(ev.Description)
-	p.Description = &desc
-	labels := cleanLabels(ev.Labels)
-	p.Labels = &labels
-	if !ev.UpdatedAt.IsZero() {
-		u := ev.UpdatedAt.UTC()
-		p.SourceUpdatedAt = &u
-	}
-	action := "update"
-	switch {
-	case ev.Action == connectors.ActionReopen || (!ev.Closed && task.ArchivedAt != nil && conn.OnClose == config.OnCloseArchive):
-		f := false
-		p.Archived, action = &f, "unarchive"
-	case (ev.Action == connectors.ActionClose || ev.Closed) && conn.OnClose == config.OnCloseArchive:
-		t := true
-		p.Archived, action = &t, "archive"
-	}
-	if ev.Contribution != nil && ev.Contribution.Merged && conn.OnMerge == config.OnCloseArchive {
-		t := true
-		p.Archived, action = &t, "archive"
-	}
-	updated, err := a.tasks.Update(ctx, task.ID, p, nil)
-	if errors.Is(err, tasks.ErrStale) {
-		out.Action, out.Result = action, StaleUpdateSkipped
-		return out, nil
-	}
-	if errors.Is(err, tasks.ErrUnchanged) {
-		if out.Action != "create" {
-			out.Action = action
-		}
-		if out.Result == "" {
-			out.Result = UnchangedSkipped
-		}
-		return out, nil
-	}
-	if err != nil {
-		return out, fmt.Errorf("update task: %w", err)
-	}
-	if out.Action != "create" {
-		out.Action = action
-	}
-	if out.Result == "" {
-		out.Result = "updated to revision " + strconv.FormatInt(updated.Revision, 10)
-	}
-	return out, nil
-}
-
-// deleteEntity deletes the entity's task, if it has one, and records the
-// suppression of the delivered external ID (an alias after a transfer, as
-// well as a task's own) in the same transaction (tasks.DeleteAtSource): a
-// delete that arrives before its create must suppress the create.
-func (a *Applier) deleteEntity(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, found bool, out inbox.Outcome) (inbox.Outcome, error) {
-	out.Action = "delete"
-	if !found {
-		task = store.Task{}
-	}
-	_, deleted, err := a.tasks.DeleteAtSource(ctx, conn.Workspace, ev.ExternalID, task.ID)
-	if err != nil {
-		return out, fmt.Errorf("delete task: %w", err)
-	}
-	if err := a.failpoint(FailAfterDelete); err != nil {
-		return out, err
-	}
-	switch {
-	case !found:
-		out.Result = "no task; suppression recorded"
-	case !deleted:
-		out.TaskID, out.Result = task.ID, "task already deleted; suppression recorded"
-	default:
-		out.TaskID, out.Result = task.ID, "task deleted; suppression recorded"
-	}
-	return out, nil
-}
-
-// filtersMatch applies the connection's repositories (path.Match glob, "*"
-// does not cross "/") and labels filters to entities that would create a
-// task. Both compare case-insensitively, as GitHub and GitLab treat
-// repository paths and label names.
-func filtersMatch(conn config.Connection, ev connectors.Event) bool {
-	if len(conn.Repositories) > 0 {
-		repo := strings.ToLower(ev.Repository)
-		ok := false
-		for _, pattern := range conn.Repositories {
-			pattern = strings.ToLower(pattern)
-			if m, _ := path.Match(pattern, repo); m || pattern == repo {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	if len(conn.Labels) > 0 {
-		return slices.ContainsFunc(ev.Labels, func(l string) bool {
-			return slices.ContainsFunc(conn.Labels, func(want string) bool { return strings.EqualFold(want, l) })
-		})
-	}
-	return true
-}
-
-// Provider text is made to fit the task limits rather than refused: a
-// webhook cannot be corrected and resent, and a refusal would fail every
-// later delivery of the entity too.
-
-// cleanTitle turns control characters (tabs, newlines) into spaces, trims,
-// and cuts the title to tasks.MaxTitleRunes; "" when nothing is left.
-func cleanTitle(title string) string {
-	title = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(title, "\uFFFD"))
-	title = strings.TrimSpace(title)
-	if utf8.RuneCountInString(title) > tasks.MaxTitleRunes {
-		title = strings.TrimSpace(string([]rune(title)[:tasks.MaxTitleRunes]))
-	}
-	return title
-}
-
-// cleanDescription drops NUL bytes (PostgreSQL text refuses them) and cuts
-// the description to tasks.MaxDescriptionBytes at a character boundary, so
-// the result is always valid UTF-8.
-func cleanDescription(d string) string {
-	d = strings.ToValidUTF8(strings.ReplaceAll(d, "\x00", ""), "\uFFFD")
-	if len(d) <= tasks.MaxDescriptionBytes {
-		return d
-	}
-	cut := tasks.MaxDescriptionBytes
-	for cut > 0 && !utf8.RuneStart(d[cut]) {
-		cut--
-	}
-	return d[:cut]
-}
-
-// cleanLabels keeps the labels tasks.ValidateLabels accepts (trimmed,
-// non-empty, short enough, no control characters, no duplicates), at most
-// tasks.MaxLabels of them; it never returns nil.
-func cleanLabels(labels []string) []string {
-	out := make([]string, 0, len(labels))
-	for _, l := range labels {
-		if len(out) == tasks.MaxLabels {
-			break
-		}
-		if valid, err := tasks.ValidateLabels([]string{l}); err == nil && len(valid) == 1 && !slices.Contains(out, valid[0]) {
-			out = append(out, valid[0])
-		}
-	}
-	return out
 }

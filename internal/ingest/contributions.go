@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
@@ -15,14 +17,14 @@ import (
 	"github.com/trackergateway/gateway/internal/tasks"
 )
 
-// contribution handles a pull/merge request event: an existing association
-// is kept current; otherwise the PR/MR links to the task of an issue that
-// links to it by URL (links.go) or that it references, or (link_or_create)
+// applyContribution applies a pull/merge request event: an existing
+// association is kept current; otherwise the PR/MR links to the task of an
+// issue that links to it by URL (linkedTasks) or that it references, or (link_or_create)
 // creates a task for itself whose creation includes the
 // remote_contribution_associate step. Either way the provider projection
 // row is written from the payload, on its task and on every task of an
 // issue linking to it.
-func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev connectors.Event, out inbox.Outcome) (inbox.Outcome, error) {
+func (a *Applier) applyContribution(ctx context.Context, conn config.Connection, ev connectors.Event, out inbox.Outcome) (inbox.Outcome, error) {
 	c := ev.Contribution
 	req := idempotency.RemoteContributionRequest{Provider: conn.Provider, RepositoryID: c.Repository,
 		ContributionKind: c.Kind, ContributionID: strconv.FormatInt(c.ID, 10), ConnectionID: conn.ID}
@@ -62,6 +64,72 @@ func (a *Applier) contribution(ctx context.Context, conn config.Connection, ev c
 	}
 	if shown > 0 {
 		out.Result += "; shown on " + strconv.Itoa(shown) + " task(s) of issues linking to it"
+	}
+	return out, nil
+}
+
+// linkedTasks are the tasks of the issues that link to c by URL (through
+// conn's provider and host), in the order the links were made; tasks of
+// suppressed or absent issues are left out.
+func (a *Applier) linkedTasks(ctx context.Context, conn config.Connection, c *connectors.Contribution) ([]store.Task, error) {
+	links, err := a.st.ContributionLinksTo(ctx, conn.Workspace, conn.Provider, strings.ToLower(conn.Host),
+		strings.ToLower(c.Repository), c.Number)
+	if err != nil {
+		return nil, fmt.Errorf("find links to the contribution: %w", err)
+	}
+	var out []store.Task
+	for _, l := range links {
+		e, err := a.st.LookupSourceEntity(ctx, conn.Workspace, l.ExternalID)
+		if err != nil {
+			return nil, err
+		}
+		if e.Suppressed {
+			continue
+		}
+		task, ok, err := a.resolve(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if ok && task.CreationState == store.CreationComplete &&
+			!slices.ContainsFunc(out, func(t store.Task) bool { return t.ID == task.ID }) {
+			out = append(out, task)
+		}
+	}
+	return out, nil
+}
+
+// followAssociation applies the event to the task the PR/MR is associated
+// with and writes the projection.
+func (a *Applier) followAssociation(ctx context.Context, conn config.Connection, ev connectors.Event, assoc store.Association, out inbox.Outcome) (inbox.Outcome, error) {
+	task, err := a.st.GetTask(ctx, assoc.TaskID)
+	if errors.Is(err, store.ErrNotFound) {
+		out.Status, out.Result = store.DeliveryIgnored, "the associated task no longer exists"
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	out, err = a.followContribution(ctx, conn, ev, task, out)
+	if err != nil {
+		return out, err
+	}
+	return out, a.project(ctx, conn, ev.Contribution, task.ID)
+}
+
+// followContribution updates the task a contribution is associated with: a
+// task the PR/MR created mirrors it; a linked issue's task only follows the
+// merge (on_merge).
+func (a *Applier) followContribution(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, out inbox.Outcome) (inbox.Outcome, error) {
+	if task.ExternalID == ev.ExternalID {
+		return a.update(ctx, conn, ev, task, out)
+	}
+	out.TaskID, out.Action, out.Result = task.ID, "link", "already linked"
+	archived, err := a.archiveOnMerge(ctx, conn, ev.Contribution, task)
+	if err != nil {
+		return out, err
+	}
+	if archived {
+		out.Action, out.Result = "archive", "archived on merge"
 	}
 	return out, nil
 }
@@ -160,42 +228,6 @@ func (a *Applier) referencedTask(ctx context.Context, conn config.Connection, re
 		}
 	}
 	return store.Task{}, store.ErrNotFound
-}
-
-// followAssociation applies the event to the task the PR/MR is associated
-// with and writes the projection.
-func (a *Applier) followAssociation(ctx context.Context, conn config.Connection, ev connectors.Event, assoc store.Association, out inbox.Outcome) (inbox.Outcome, error) {
-	task, err := a.st.GetTask(ctx, assoc.TaskID)
-	if errors.Is(err, store.ErrNotFound) {
-		out.Status, out.Result = store.DeliveryIgnored, "the associated task no longer exists"
-		return out, nil
-	}
-	if err != nil {
-		return out, err
-	}
-	out, err = a.followContribution(ctx, conn, ev, task, out)
-	if err != nil {
-		return out, err
-	}
-	return out, a.project(ctx, conn, ev.Contribution, task.ID)
-}
-
-// followContribution updates the task a contribution is associated with: a
-// task the PR/MR created mirrors it; a linked issue's task only follows the
-// merge (on_merge).
-func (a *Applier) followContribution(ctx context.Context, conn config.Connection, ev connectors.Event, task store.Task, out inbox.Outcome) (inbox.Outcome, error) {
-	if task.ExternalID == ev.ExternalID {
-		return a.update(ctx, conn, ev, task, out)
-	}
-	out.TaskID, out.Action, out.Result = task.ID, "link", "already linked"
-	archived, err := a.archiveOnMerge(ctx, conn, ev.Contribution, task)
-	if err != nil {
-		return out, err
-	}
-	if archived {
-		out.Action, out.Result = "archive", "archived on merge"
-	}
-	return out, nil
 }
 
 // archiveOnMerge archives a linked task (one the PR/MR did not create) when

@@ -17,6 +17,7 @@ import (
 	"github.com/trackergateway/gateway/connectors/github"
 	"github.com/trackergateway/gateway/connectors/gitlab"
 	"github.com/trackergateway/gateway/connectors/jira"
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/inbox"
@@ -102,7 +103,7 @@ func newEnvWithReader(t *testing.T, st *sqlstore.Store, wrap func(Reader) Reader
 		e.conns[c.ID] = c
 	}
 	logger := testLogger(t)
-	e.coord = idempotency.New(st, logger, e.clock.Now)
+	e.coord = idempotency.New(st, logger, e.clock.Now, providers.ContributionKinds())
 	e.svc = tasks.NewService(st, logger, e.clock.Now)
 	var reader Reader = st
 	if wrap != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/trackergateway/gateway/internal/store"
 )
 
-// This file holds the links an issue makes to pull and merge requests by
-// URL (a Linear attachment of a GitHub pull request), and the former
-// references of tasks (a Linear identifier before a team move).
+// This file applies the links an issue makes to pull and merge requests by
+// URL (a Linear attachment of a GitHub pull request), and shows them on
+// tasks for the issue changes that carry links too (issues.go).
 //
 // A link is recorded under the issue's external ID, not its task, so that
 // it holds whatever order the deliveries come in: the attachment before
@@ -29,11 +29,11 @@ import (
 //     deliveries, when it is associated with another task (the task it
 //     created, or another issue's).
 
-// issueLinks applies a link or unlink event (ActionLink, ActionUnlink):
+// applyLinks applies a link or unlink event (ActionLink, ActionUnlink):
 // each link is recorded (a removal as a tombstone, so an older create
 // arriving late is not applied), then shown on or taken off the issue's
 // task when it has one.
-func (a *Applier) issueLinks(ctx context.Context, conn config.Connection, ev connectors.Event, current store.SourceEntity,
+func (a *Applier) applyLinks(ctx context.Context, conn config.Connection, ev connectors.Event, current store.SourceEntity,
 	out inbox.Outcome) (inbox.Outcome, error) {
 	task, found, err := a.resolve(ctx, current)
 	if err != nil {
@@ -101,22 +101,6 @@ func (a *Applier) recordLinks(ctx context.Context, conn config.Connection, exter
 	return applied, nil
 }
 
-// showIssueLinks shows on a new task every live link its issue has: links
-// recorded before the task existed, or with the delivery that created it.
-func (a *Applier) showIssueLinks(ctx context.Context, workspaceID, externalID, taskID string) error {
-	links, err := a.st.ContributionLinksFrom(ctx, workspaceID, externalID)
-	if err != nil {
-		return err
-	}
-	for _, l := range links {
-		if _, err := a.showContribution(ctx, workspaceID, taskID, connectors.ContributionLink{Provider: l.Provider, Host: l.Host,
-			Repository: l.Repository, Number: l.Number}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func linkRow(conn config.Connection, externalID string, l connectors.ContributionLink, removed bool) store.ContributionLink {
 	return store.ContributionLink{WorkspaceID: conn.Workspace, ConnectionID: conn.ID, LinkID: l.ID, ExternalID: externalID, Provider: l.Provider,
 		Host: l.Host, Repository: l.Repository, Number: l.Number, URL: l.URL, Removed: removed, UpdatedAt: l.UpdatedAt.UTC()}
@@ -129,6 +113,33 @@ func linkName(l connectors.ContributionLink) string {
 		return "merge request " + l.Repository + "!" + strconv.FormatInt(l.Number, 10)
 	}
 	return "pull request " + l.Repository + "#" + strconv.FormatInt(l.Number, 10)
+}
+
+// hideContribution takes l's PR/MR off the task, unless the PR/MR is
+// associated with the task (it linked to it, through the coordinator, and
+// that is never undone): kept says so.
+func (a *Applier) hideContribution(ctx context.Context, workspaceID, taskID string, l connectors.ContributionLink) (kept bool, err error) {
+	rows, err := a.linkedProjections(ctx, workspaceID, l)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range rows {
+		if p.TaskID != taskID {
+			continue
+		}
+		assoc, err := a.st.GetAssociation(ctx, p.Provider, p.ConnectionID, strconv.FormatInt(p.ProviderID, 10))
+		switch {
+		case err == nil && assoc.TaskID == taskID:
+			kept = true
+			continue
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return kept, err
+		}
+		if _, err := a.tasks.HideContribution(ctx, p); err != nil {
+			return kept, fmt.Errorf("hide linked contribution: %w", err)
+		}
+	}
+	return kept, nil
 }
 
 // linkedProjections are the projection rows of l's PR/MR the gateway holds
@@ -185,78 +196,17 @@ func newer(p, than store.Projection) bool {
 	return p.ProviderUpdatedAt.After(*than.ProviderUpdatedAt)
 }
 
-// hideContribution takes l's PR/MR off the task, unless the PR/MR is
-// associated with the task (it linked to it, through the coordinator, and
-// that is never undone): kept says so.
-func (a *Applier) hideContribution(ctx context.Context, workspaceID, taskID string, l connectors.ContributionLink) (kept bool, err error) {
-	rows, err := a.linkedProjections(ctx, workspaceID, l)
+// showIssueLinks shows on a new task every live link its issue has: links
+// recorded before the task existed, or with the delivery that created it.
+func (a *Applier) showIssueLinks(ctx context.Context, workspaceID, externalID, taskID string) error {
+	links, err := a.st.ContributionLinksFrom(ctx, workspaceID, externalID)
 	if err != nil {
-		return false, err
+		return err
 	}
-	for _, p := range rows {
-		if p.TaskID != taskID {
-			continue
-		}
-		assoc, err := a.st.GetAssociation(ctx, p.Provider, p.ConnectionID, strconv.FormatInt(p.ProviderID, 10))
-		switch {
-		case err == nil && assoc.TaskID == taskID:
-			kept = true
-			continue
-		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return kept, err
-		}
-		if _, err := a.tasks.HideContribution(ctx, p); err != nil {
-			return kept, fmt.Errorf("hide linked contribution: %w", err)
-		}
-	}
-	return kept, nil
-}
-
-// linkedTasks are the tasks of the issues that link to c by URL (through
-// conn's provider and host), in the order the links were made; tasks of
-// suppressed or absent issues are left out.
-func (a *Applier) linkedTasks(ctx context.Context, conn config.Connection, c *connectors.Contribution) ([]store.Task, error) {
-	links, err := a.st.ContributionLinksTo(ctx, conn.Workspace, conn.Provider, strings.ToLower(conn.Host),
-		strings.ToLower(c.Repository), c.Number)
-	if err != nil {
-		return nil, fmt.Errorf("find links to the contribution: %w", err)
-	}
-	var out []store.Task
 	for _, l := range links {
-		e, err := a.st.LookupSourceEntity(ctx, conn.Workspace, l.ExternalID)
-		if err != nil {
-			return nil, err
-		}
-		if e.Suppressed {
-			continue
-		}
-		task, ok, err := a.resolve(ctx, e)
-		if err != nil {
-			return nil, err
-		}
-		if ok && task.CreationState == store.CreationComplete &&
-			!slices.ContainsFunc(out, func(t store.Task) bool { return t.ID == task.ID }) {
-			out = append(out, task)
-		}
-	}
-	return out, nil
-}
-
-// recordFormerRefs records the references task had before ev: the one ev
-// replaces (a Linear team move, a Jira project move, a GitHub transfer)
-// and those ev names (Linear's previousIdentifiers), so a pull request
-// naming an old one still finds the task. It runs before the update: a
-// stale ev may record the task's current reference, which names the same
-// task and which the current match finds first anyway.
-func (a *Applier) recordFormerRefs(ctx context.Context, workspaceID string, ev connectors.Event, task store.Task) error {
-	provider := ev.Source.Provider
-	refs := ev.FormerRefs
-	if s := task.Source; s != nil && s.Provider == provider && s.Ref != "" && s.Ref != ev.Source.Ref {
-		refs = append(slices.Clip(refs), s.Ref)
-	}
-	for _, ref := range refs {
-		if err := a.st.InsertRefAlias(ctx, workspaceID, provider, ref, task.ID, a.now()); err != nil {
-			return fmt.Errorf("record former reference: %w", err)
+		if _, err := a.showContribution(ctx, workspaceID, taskID, connectors.ContributionLink{Provider: l.Provider, Host: l.Host,
+			Repository: l.Repository, Number: l.Number}); err != nil {
+			return err
 		}
 	}
 	return nil

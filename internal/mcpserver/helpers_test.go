@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
@@ -58,7 +59,7 @@ func newEnv(t *testing.T, st *sqlstore.Store) *env {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), time.Millisecond)
-	api := tasks.NewAPI(tasks.NewService(st, logger, clock.Now), idempotency.New(st, logger, clock.Now), nil, st, logger, clock.Now)
+	api := tasks.NewAPI(tasks.NewService(st, logger, clock.Now), idempotency.New(st, logger, clock.Now, providers.ContributionKinds()), nil, st, logger, clock.Now)
 	ops := inbox.NewOperators(st, logger, clock.Now)
 	feed := events.NewFeed(st, logger)
 	e := &env{st: st, mcp: mcpserver.New(api, ops, feed, logger, "test")}

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -136,12 +135,20 @@ var presetProviderAPICodes = []string{"200", "error"}
 type Known struct {
 	// Connections are the configured connections; a connection with an API
 	// token makes its provider's API series known too.
-	Connections []config.Connection
+	Connections []KnownConnection
 	// RecoveryActions are the creation-recovery actions
 	// (idempotency.RecoveryActionLabels).
 	RecoveryActions []string
 	// RetentionKinds are the kinds of pruned rows (retention.Kinds).
 	RetentionKinds []string
+}
+
+// KnownConnection is what Preset needs of a configured connection.
+type KnownConnection struct {
+	ID, Provider string
+	// APIAccess says the connection has an API token
+	// (config.Connection.HasAPIAccess).
+	APIAccess bool
 }
 
 // Preset exports the series of k at zero, so that rate() and absence alerts
@@ -160,7 +167,7 @@ func (m *Metrics) Preset(k Known) {
 			m.taskActions.WithLabelValues(c.ID, a)
 		}
 		m.redelivered.WithLabelValues(c.ID)
-		if c.HasAPIAccess() {
+		if c.APIAccess {
 			for _, code := range presetProviderAPICodes {
 				m.providerAPI.WithLabelValues(c.Provider, code)
 			}

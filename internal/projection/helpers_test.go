@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/store"
@@ -182,7 +183,7 @@ func newEnv(t *testing.T, st *sqlstore.Store) *env {
 			APIURL: e.api.srv.URL + "/api/v4"},
 	}
 	logger := slog.New(slog.DiscardHandler)
-	e.coord = idempotency.New(st, logger, e.clock.Now)
+	e.coord = idempotency.New(st, logger, e.clock.Now, providers.ContributionKinds())
 	e.proj = New(st, func(id string) (config.Connection, bool) {
 		c, ok := e.conns[id]
 		return c, ok

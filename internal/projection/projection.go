@@ -65,7 +65,7 @@ func (p *Projector) ContributionsOf(ctx context.Context, taskIDs []string) (map[
 	}
 	out := make(map[string][]tasks.Contribution, len(taskIDs))
 	for _, r := range rows {
-		out[r.TaskID] = append(out[r.TaskID], events.ContributionOf(r))
+		out[r.TaskID] = append(out[r.TaskID], tasks.ContributionOf(r))
 	}
 	return out, nil
 }

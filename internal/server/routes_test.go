@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/config"
 	"github.com/trackergateway/gateway/internal/console"
 	"github.com/trackergateway/gateway/internal/events"
@@ -60,7 +61,7 @@ func newRouter(t *testing.T, st *sqlstore.Store) *mux.Router {
 		}
 	}
 	noConnections := func(string) (config.Connection, bool) { return config.Connection{}, false }
-	coord := idempotency.New(st, logger, now)
+	coord := idempotency.New(st, logger, now, providers.ContributionKinds())
 	receiver := inbox.NewReceiver(st, map[string]connectors.Adapter{}, noConnections, logger, now)
 	taskAPI := tasks.NewAPI(tasks.NewService(st, logger, now), coord, nil, st, logger, now)
 	deliveries := inbox.NewOperators(st, logger, now)

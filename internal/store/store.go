@@ -12,7 +12,7 @@
 // Rows a transaction inserts itself may come before the locks it then
 // takes, since no other transaction can wait for them: Begin inserts its
 // operation and steps before it locks the workspace, to hold that row as
-// briefly as it can (docs/architecture.md, "The creation protocol").
+// briefly as it can (docs/internals.md, "The creation protocol").
 //
 // Inside InTx, the writes that answer nothing but an error (InsertTask,
 // InsertNumberedTasks, InsertOperation, InsertCreationStep,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/trackergateway/gateway/connectors"
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/store"
 )
@@ -59,13 +61,13 @@ func ShowContribution(ctx context.Context, st store.Store, p store.Projection, n
 		if t.CreationState != store.CreationComplete {
 			return nil
 		}
-		after := events.ContributionOf(p)
+		after := ContributionOf(p)
 		typ, changes := events.TypeContributionLinked, events.Changes(nil)
 		if found {
 			if !projectionApplies(before, p) {
 				return nil
 			}
-			if changes = events.ContributionChanges(events.ContributionOf(before), after); len(changes) == 0 {
+			if changes = events.ContributionChanges(ContributionOf(before), after); len(changes) == 0 {
 				return nil
 			}
 			typ = events.TypeContributionUpdated
@@ -99,7 +101,7 @@ func HideContribution(ctx context.Context, st store.Store, p store.Projection, n
 		if removed, err = tx.DeleteProjection(ctx, p); err != nil || !removed || t.CreationState != store.CreationComplete {
 			return err
 		}
-		return appendContributionEvent(ctx, tx, t, events.TypeContributionUnlinked, nil, events.ContributionOf(before), now)
+		return appendContributionEvent(ctx, tx, t, events.TypeContributionUnlinked, nil, ContributionOf(before), now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("hide contribution: %w", err)
@@ -122,4 +124,14 @@ func appendContributionEvent(ctx context.Context, tx store.Queries, t store.Task
 		return err
 	}
 	return events.Append(ctx, tx, typ, t, changes, &c, events.CauseFrom(ctx), now)
+}
+
+// ContributionOf is the contributions JSON item of a projection row, of
+// the kind its provider's projection holds.
+func ContributionOf(r store.Projection) Contribution {
+	kind := connectors.KindPullRequest
+	if p, ok := providers.Lookup(r.Provider); ok && p.Projection != nil {
+		kind = p.Projection.ContributionKind
+	}
+	return events.ContributionOf(r, kind)
 }

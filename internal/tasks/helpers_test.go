@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trackergateway/gateway/connectors/providers"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/idempotency"
 	"github.com/trackergateway/gateway/internal/server"
@@ -90,7 +91,7 @@ func newEnvWith(t *testing.T, st *sqlstore.Store, opts envOptions) *env {
 	if opts.wrap != nil {
 		used = opts.wrap(st)
 	}
-	e.coord = idempotency.New(used, logger, e.clock.Now)
+	e.coord = idempotency.New(used, logger, e.clock.Now, providers.ContributionKinds())
 	e.svc = tasks.NewService(used, logger, e.clock.Now)
 	var creator tasks.Creator = e.coord
 	if opts.creator != nil {
