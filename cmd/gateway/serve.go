@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
@@ -39,6 +40,7 @@ import (
 	"github.com/trackergateway/gateway/internal/store/sqlite"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
 	"github.com/trackergateway/gateway/internal/tasks"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // storeFlags are the flags of every command that opens the database.
@@ -151,7 +153,8 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	// A line written inside a span names it (trace_id, span_id).
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
 }
 
 // openStore opens the store named by a database URL. Its errors never hold
@@ -339,6 +342,25 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		return err
 	}
 	logger := newLogger(stderr, f.logLevel)
+	// Tracing (off unless the OTEL_* environment asks for an exporter): a
+	// provider ctx already carries is used as it is (tests record spans in
+	// memory that way). Every run context below keeps ctx's values, so the
+	// receiver, the workers and the outbound attempts all find it.
+	tp := tracing.Provider(ctx)
+	if tp == nil {
+		var stopTracing func(context.Context) error
+		if tp, stopTracing, err = tracing.Setup(ctx, env, moduleVersion()); err != nil {
+			return err
+		}
+		defer func() {
+			// The last spans are flushed; an unreachable collector costs
+			// the stop a few seconds at most.
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = stopTracing(flushCtx)
+		}()
+		ctx = tracing.WithProvider(ctx, tp)
+	}
 	// The listener is bound and the database migrated before any secret or
 	// token is generated: those are printed once only, so a start that
 	// fails must not have consumed them.
@@ -456,6 +478,15 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+	if tp != nil {
+		// One HTTP server span per request (webhooks, API, MCP, console),
+		// named after its route by the router; the requests' contexts
+		// carry the provider for the spans beneath.
+		srv.Handler = otelhttp.NewHandler(r, "http.server", otelhttp.WithTracerProvider(tp),
+			otelhttp.WithPropagators(tracing.Propagator),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+		srv.BaseContext = func(net.Listener) context.Context { return tracing.WithProvider(context.Background(), tp) }
+	}
 
 	// Stopping (ctx ends: SIGTERM, SIGINT) is graceful and in this order:
 	// the listener closes; webhooks in flight finish and are committed (the

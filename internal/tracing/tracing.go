@@ -136,16 +136,19 @@ func Provider(ctx context.Context) trace.TracerProvider {
 }
 
 // Start starts a span named name under ctx, from the provider ctx carries.
-// With tracing off it returns ctx and the span ctx already holds (a no-op
-// one): the hot path pays for a context lookup, nothing more. End the span
-// either way.
+// With tracing off it returns ctx as it is and a no-op span: the hot path
+// pays for a context lookup, nothing more. End the span either way.
 func Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	tp := Provider(ctx)
 	if tp == nil {
-		return ctx, trace.SpanFromContext(ctx)
+		return ctx, noopSpan
 	}
 	return tp.Tracer(ScopeName).Start(ctx, name, opts...)
 }
+
+// noopSpan is the span of a context without one: it records nothing, and
+// ending it ends nothing.
+var noopSpan = trace.SpanFromContext(context.Background())
 
 // Propagator is the W3C trace context, in and out: traceparent and
 // tracestate.
