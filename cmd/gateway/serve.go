@@ -452,6 +452,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	suppressions := ingest.NewSuppressions(st, logger)
 	installations := ingest.NewInstallations(st, lookupConn, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, nil)
+	traceURL, _ := env(tracing.TraceURLVariable)
 	var connectionIDs []string
 	for _, c := range cfg.Connections {
 		connectionIDs = append(connectionIDs, c.ID)
@@ -471,7 +472,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Subscriptions: subscriptions,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Installations: installations,
-			Subscriptions: subscriptions, Connections: connectionIDs}, logger, now),
+			Subscriptions: subscriptions, Connections: connectionIDs, TraceURL: traceURL}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})
