@@ -141,6 +141,21 @@ func TestTracingEndToEnd(t *testing.T) {
 			}
 		}
 
+		// The database's statements under the processing span, from the
+		// pgx or database/sql instrumentation.
+		dbSpans := 0
+		for _, s := range spans {
+			for _, kv := range s.Attributes() {
+				if strings.HasPrefix(string(kv.Key), "db.") && spans.descends(s, process) {
+					dbSpans++
+					break
+				}
+			}
+		}
+		if dbSpans == 0 {
+			t.Errorf("no database span under delivery.process; recorded: %s", spanNames(spans))
+		}
+
 		create := only(t, spans, "task.create")
 		if create.Parent().SpanID() != process.SpanContext().SpanID() {
 			t.Errorf("task.create is not delivery.process's child")
