@@ -23,8 +23,8 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/trackergateway/gateway/internal/store"
-	"github.com/trackergateway/gateway/internal/tracing"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/tracing"
 	"github.com/trackergateway/gateway/migrations"
 )
 
