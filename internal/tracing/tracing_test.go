@@ -121,3 +121,40 @@ func TestLogHandlerAddsTraceAndSpanIDs(t *testing.T) {
 		t.Fatalf("trace_id outside a span: %v", outside)
 	}
 }
+
+// TestStartOffAllocatesNothing: with tracing off, a span's start and end
+// and the traceparent read allocate nothing: the hot path pays a context
+// lookup.
+func TestStartOffAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(1000, func() {
+		sctx, span := tracing.Start(ctx, "webhook.receive")
+		_ = tracing.Traceparent(sctx)
+		span.End()
+	})
+	if allocs != 0 {
+		t.Fatalf("tracing off: %v allocations per span, want 0", allocs)
+	}
+}
+
+func BenchmarkStart(b *testing.B) {
+	b.Run("off", func(b *testing.B) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			sctx, span := tracing.Start(ctx, "webhook.receive")
+			_ = tracing.Traceparent(sctx)
+			span.End()
+		}
+	})
+	b.Run("on", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
+		ctx := tracing.WithProvider(context.Background(), tp)
+		b.ReportAllocs()
+		for b.Loop() {
+			sctx, span := tracing.Start(ctx, "webhook.receive")
+			_ = tracing.Traceparent(sctx)
+			span.End()
+		}
+	})
+}
