@@ -60,7 +60,6 @@ var EnvironmentVariables = []string{
 	"OTEL_BSP_EXPORT_TIMEOUT",
 	"OTEL_BSP_MAX_QUEUE_SIZE",
 	"OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
-	"OTEL_SEMCONV_STABILITY_OPT_IN",
 }
 
 // Enabled reports whether the environment turns tracing on: an exporter
