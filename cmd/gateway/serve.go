@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
@@ -351,6 +352,13 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		var stopTracing func(context.Context) error
 		if tp, stopTracing, err = tracing.Setup(ctx, env, moduleVersion()); err != nil {
 			return err
+		}
+		if tp != nil {
+			// An export that fails (the collector down) is said in the
+			// gateway's log, as JSON like every other line.
+			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+				logger.Warn("tracing: export failed", "error", err)
+			}))
 		}
 		defer func() {
 			// The last spans are flushed; an unreachable collector costs
