@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/trackergateway/gateway/internal/config"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // markdownFiles are the documents whose links are checked: the README and
@@ -299,9 +300,8 @@ func binaryVariables(t *testing.T) []string {
 }
 
 // otelVariables are the OTEL_* variables the binary honours, from the
-// tracing package's own list of them (empty while the gateway has no
-// tracing).
-var otelVariables []string
+// tracing package's own list of them.
+var otelVariables = tracing.EnvironmentVariables
 
 // TestConfigurationReferenceVariables: the reference lists every GATEWAY_*
 // variable the binary reads and every OTEL_* variable it honours, once,

@@ -272,8 +272,15 @@ func scanListening(r io.Reader, ch chan<- string) {
 // awaited) at cleanup.
 func startGateway(t *testing.T, dbURL string, extraArgs ...string) *gateway {
 	t.Helper()
+	return startGatewayWith(t, context.Background(), dbURL, extraArgs...)
+}
+
+// startGatewayWith is startGateway with the values of base (such as the
+// tracer provider a tracing test records spans with) in Main's context.
+func startGatewayWith(t *testing.T, base context.Context, dbURL string, extraArgs ...string) *gateway {
+	t.Helper()
 	cfg := writeConfig(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(base)
 	outR, outW := io.Pipe()
 	logs := &logTail{}
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--database-url", dbURL, "--config", cfg,
@@ -752,6 +759,7 @@ type delivery struct {
 	Outcome     *outcome            `json:"outcome"`
 	Headers     map[string][]string `json:"headers"`
 	Body        json.RawMessage     `json:"body"`
+	TraceID     string              `json:"trace_id"`
 }
 
 func str(p *string) string {

@@ -60,10 +60,11 @@ type hookReceiver struct {
 }
 
 type hookRequest struct {
-	ID        string
-	Body      []byte
-	Event     events.Event
-	VerifyErr error
+	ID          string
+	Traceparent string
+	Body        []byte
+	Event       events.Event
+	VerifyErr   error
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -93,7 +94,7 @@ func (rc *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	if during != nil {
 		during(seen, id)
 	}
-	req := hookRequest{ID: id, Body: body}
+	req := hookRequest{ID: id, Body: body, Traceparent: r.Header.Get("traceparent")}
 	_ = json.Unmarshal(body, &req.Event)
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err == nil {

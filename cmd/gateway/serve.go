@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
@@ -39,6 +41,7 @@ import (
 	"github.com/trackergateway/gateway/internal/store/sqlite"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
 	"github.com/trackergateway/gateway/internal/tasks"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // storeFlags are the flags of every command that opens the database.
@@ -151,7 +154,8 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	// A line written inside a span names it (trace_id, span_id).
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
 }
 
 // openStore opens the store named by a database URL. Its errors never hold
@@ -339,6 +343,32 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		return err
 	}
 	logger := newLogger(stderr, f.logLevel)
+	// Tracing (off unless the OTEL_* environment asks for an exporter): a
+	// provider ctx already carries is used as it is (tests record spans in
+	// memory that way). Every run context below keeps ctx's values, so the
+	// receiver, the workers and the outbound attempts all find it.
+	tp := tracing.Provider(ctx)
+	if tp == nil {
+		var stopTracing func(context.Context) error
+		if tp, stopTracing, err = tracing.Setup(ctx, env, moduleVersion()); err != nil {
+			return err
+		}
+		if tp != nil {
+			// An export that fails (the collector down) is said in the
+			// gateway's log, as JSON like every other line.
+			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+				logger.Warn("tracing: export failed", "error", err)
+			}))
+		}
+		defer func() {
+			// The last spans are flushed; an unreachable collector costs
+			// the stop a few seconds at most.
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = stopTracing(flushCtx)
+		}()
+		ctx = tracing.WithProvider(ctx, tp)
+	}
 	// The listener is bound and the database migrated before any secret or
 	// token is generated: those are printed once only, so a start that
 	// fails must not have consumed them.
@@ -434,6 +464,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	suppressions := ingest.NewSuppressions(st, logger)
 	installations := ingest.NewInstallations(st, lookupConn, logger)
 	authenticator := httpapi.NewAuthenticator(st, logger, nil)
+	traceURL, _ := env(tracing.TraceURLVariable)
 	var connectionIDs []string
 	for _, c := range cfg.Connections {
 		connectionIDs = append(connectionIDs, c.ID)
@@ -453,13 +484,22 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		Subscriptions: subscriptions,
 		Console: console.New(console.Deps{Sessions: st, Activity: st, Authenticator: authenticator,
 			Deliveries: deliveries, Suppressions: suppressions, Tasks: api, Recovery: missed, Installations: installations,
-			Subscriptions: subscriptions, Connections: connectionIDs}, logger, now),
+			Subscriptions: subscriptions, Connections: connectionIDs, TraceURL: traceURL}, logger, now),
 		Authenticator: authenticator,
 		Logger:        logger,
 	})
 
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+	if tp != nil {
+		// One HTTP server span per request (webhooks, API, MCP, console),
+		// named after its route by the router; the requests' contexts
+		// carry the provider for the spans beneath.
+		srv.Handler = otelhttp.NewHandler(r, "http.server", otelhttp.WithTracerProvider(tp),
+			otelhttp.WithPropagators(tracing.Propagator),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+		srv.BaseContext = func(net.Listener) context.Context { return tracing.WithProvider(context.Background(), tp) }
+	}
 
 	// Stopping (ctx ends: SIGTERM, SIGINT) is graceful and in this order:
 	// the listener closes; webhooks in flight finish and are committed (the

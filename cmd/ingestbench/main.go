@@ -77,6 +77,7 @@ func main() {
 	subscriptions := flag.Int("subscriptions", 0, "webhook subscriptions (to a receiver of this process) active during every other phase's run: what outbound delivery costs the intake")
 	outboundSubs := flag.String("outbound-subscriptions", "1,10", "the outbound phase's subscription counts, comma-separated")
 	outboundRate := flag.Int("outbound-rate", 200, "tasks (events) created per second in the outbound-latency phase")
+	tracingMode := flag.String("tracing", "", "trace the gateways to an OTLP/HTTP sink of this process (every trace sampled): on (every round) or alternate (odd rounds off, even rounds on); empty leaves the environment as it is")
 	sendersProfile := flag.String("senders-profile", "", "directory for a CPU profile of ingestbench's own process (the senders) over each run, run-N.pprof: where the load generator's CPU per acknowledgement goes")
 	flag.Parse()
 	phases := map[string]bool{}
@@ -110,9 +111,25 @@ func main() {
 			fmt.Printf("preloaded %d deliveries and %d tasks in %s\n", *preloadDeliveries, *preloadTasks, time.Since(began).Round(time.Second))
 		}
 	}
+	var sink *otlpSink
+	if *tracingMode != "" {
+		if *tracingMode != "on" && *tracingMode != "alternate" {
+			fmt.Fprintln(os.Stderr, "ingestbench: --tracing is on or alternate")
+			os.Exit(2)
+		}
+		if sink, err = startOTLPSink(); err != nil {
+			fmt.Fprintln(os.Stderr, "ingestbench:", err)
+			os.Exit(1)
+		}
+	}
 	var results []round
 	for i := range max(*rounds, 1) {
 		fmt.Printf("\n== round %d\n", i+1)
+		if sink != nil {
+			on := *tracingMode == "on" || i%2 == 1
+			sink.traceGateways(on)
+			fmt.Printf("tracing: %v (%s)\n", on, sink)
+		}
 		results = append(results, b.round(phases, *senders, *duration))
 		if phases["prune"] {
 			fmt.Println(b.prunePhase(*pruneRows, *duration))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math"
 	"net/http/httptest"
 	"strings"
@@ -41,7 +42,7 @@ func TestServerAckShares(t *testing.T) {
 			m := metrics.New(prometheus.NewRegistry())
 			for conn, ages := range tt.acks {
 				for _, age := range ages {
-					m.WebhookAcknowledged(conn, time.Now().Add(-age))
+					m.WebhookAcknowledged(context.Background(), conn, time.Now().Add(-age))
 				}
 			}
 			srv := httptest.NewServer(m)

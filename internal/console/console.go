@@ -110,6 +110,9 @@ type Deps struct {
 	// Connections are the IDs of the configured connections, in the
 	// order the overview lists them.
 	Connections []string
+	// TraceURL is the trace UI's URL template ("{trace_id}" in it is
+	// replaced): a delivery's trace id links there; "" shows the id alone.
+	TraceURL string
 }
 
 // Console serves the /ui/ pages: its exported methods are the handlers

@@ -17,6 +17,7 @@ import (
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/inbox"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // deliveriesShown is the size of a page of the delivery list.
@@ -102,6 +103,9 @@ type deliveryPage struct {
 	Task *store.Task
 	// Replayable: finished, so a replay is allowed now.
 	Replayable bool
+	// TraceID is the trace of the delivery's receipt ("" when tracing was
+	// off), TraceURL its address in the trace UI when one is configured.
+	TraceID, TraceURL string
 }
 
 // Delivery shows one delivery: headers without secrets, the body (JSON
@@ -114,7 +118,9 @@ func (c *Console) Delivery(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	page := deliveryPage{Delivery: d, Body: readableBody(d.Body), Replayable: store.IsFinished(d.Status)}
+	page := deliveryPage{Delivery: d, Body: readableBody(d.Body), Replayable: store.IsFinished(d.Status),
+		TraceID: tracing.TraceID(d.TraceContext)}
+	page.TraceURL = tracing.TraceURL(c.d.TraceURL, page.TraceID)
 	shown := inbox.ShownHeaders(d)
 	for _, name := range slices.Sorted(maps.Keys(shown)) {
 		for _, v := range shown[name] {

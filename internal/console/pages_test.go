@@ -410,3 +410,29 @@ func TestInstallationsPage(t *testing.T) {
 		}
 	})
 }
+
+// TestDeliveryPageShowsTrace: a delivery received with tracing on shows
+// its trace id, linked to the trace UI's URL template; one received with
+// tracing off shows no trace.
+func TestDeliveryPageShowsTrace(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		e := newEnv(t, st)
+		const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		res, err := st.InsertDeliveries(context.Background(), []store.Delivery{
+			{ConnectionID: "gh", Provider: "github", Event: "issues", DeliveryKey: "traced", Headers: `{}`, Body: []byte(`{}`),
+				ReceivedAt: start, TraceContext: "00-" + traceID + "-00f067aa0ba902b7-01"},
+			{ConnectionID: "gh", Provider: "github", Event: "issues", DeliveryKey: "untraced", Headers: `{}`, Body: []byte(`{}`),
+				ReceivedAt: start},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := e.login(t, adminToken)
+		page := b.get(t, "/ui/deliveries/"+res[0].ID)
+		wantIn(t, "a traced delivery", page.body, []string{
+			`<dt>Trace</dt><dd><a href="http://127.0.0.1:16686/trace/` + traceID + `"><code>` + traceID + `</code></a></dd>`}, nil)
+		page = b.get(t, "/ui/deliveries/"+res[1].ID)
+		wantIn(t, "an untraced delivery", page.body, nil, []string{"<dt>Trace</dt>"})
+	})
+}

@@ -47,7 +47,8 @@ func (d Data) Payload() (string, error) {
 	b = append(b, `,"cause":{`...)
 	sep := ""
 	for _, f := range [...]struct{ key, value string }{{`"connection":`, d.Cause.Connection},
-		{`"delivery_id":`, d.Cause.DeliveryID}, {`"provider_event":`, d.Cause.ProviderEvent}, {`"actor":`, d.Cause.Actor}} {
+		{`"delivery_id":`, d.Cause.DeliveryID}, {`"provider_event":`, d.Cause.ProviderEvent}, {`"actor":`, d.Cause.Actor},
+		{`"trace_id":`, d.Cause.TraceID}, {`"span_id":`, d.Cause.SpanID}} {
 		if f.value != "" {
 			b = appendString(append(append(b, sep...), f.key...), f.value)
 			sep = ","

@@ -175,9 +175,14 @@ func (c *Coordinator) lookup(ctx context.Context, workspaceID, ext string) (stor
 // validate the external ID → look up → validate the rest → Begin → steps →
 // Complete. A Found outcome runs nothing else: no steps, no compensation, no
 // rollback against the existing task.
-func (c *Coordinator) Create(ctx context.Context, req CreateRequest) (Result, error) {
+func (c *Coordinator) Create(ctx context.Context, req CreateRequest) (res Result, err error) {
+	ctx, span := startCreate(ctx, req)
+	defer func() { endCreate(span, res, err) }()
 	if len(req.Contributions) == 0 && c.Failpoint == nil {
-		return c.createAtOnce(ctx, req)
+		wctx, write := startChild(ctx, "task.create.write")
+		res, err = c.createAtOnce(wctx, req)
+		endChild(write, err)
+		return res, err
 	}
 	begun, err := c.BeginTaskCreation(ctx, req)
 	if err != nil {
@@ -217,7 +222,9 @@ func (e *stepError) Unwrap() error { return ErrStepFailed }
 // BeginTaskCreation is lookup-first; on a miss it validates the rest and, in
 // one transaction, allocates the identifier, admits the task into its step,
 // and writes the preparing task row, the operation and its planned steps.
-func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) (BeginResult, error) {
+func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) (_ BeginResult, err error) {
+	ctx, span := startChild(ctx, "task.create.begin")
+	defer func() { endChild(span, err) }()
 	ext, found, workspace, err := c.lookupFirst(ctx, req)
 	if err != nil || found.Outcome != 0 {
 		return found, err

@@ -75,7 +75,9 @@ func (f fence) check(op store.Operation) error {
 }
 
 // ExecuteSteps runs every planned or retryable step of the operation.
-func (c *Coordinator) ExecuteSteps(ctx context.Context, h *CreationHandle) error {
+func (c *Coordinator) ExecuteSteps(ctx context.Context, h *CreationHandle) (err error) {
+	ctx, span := startChild(ctx, "task.create.steps")
+	defer func() { endChild(span, err) }()
 	if h.plannedSteps == 0 {
 		// Begin planned no step; phase A verifies the stored plan agrees.
 		return nil
@@ -350,7 +352,9 @@ func verifyEvidence(ctx context.Context, tx store.Queries, op store.Operation, s
 // CompleteTaskCreation finishes a creation in two durable phases:
 // preparing → completing, then completing → completed with settlement, the
 // task's first revision and task.created in one transaction.
-func (c *Coordinator) CompleteTaskCreation(ctx context.Context, h *CreationHandle) (Result, error) {
+func (c *Coordinator) CompleteTaskCreation(ctx context.Context, h *CreationHandle) (res Result, err error) {
+	ctx, span := startChild(ctx, "task.create.complete")
+	defer func() { endChild(span, err) }()
 	return c.complete(ctx, h.OperationID, fence{h: h})
 }
 

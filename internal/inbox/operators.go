@@ -20,6 +20,7 @@ import (
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // shownSecretHeaders are removed from headers shown to operators, in case a
@@ -89,6 +90,9 @@ type DeliveryJSON struct {
 	ReceivedAt    string  `json:"received_at"`
 	// Outcome is null until the delivery is processed.
 	Outcome *OutcomeJSON `json:"outcome"`
+	// TraceID is the trace of the delivery's receipt, which its attempts
+	// join; absent when tracing was off.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // OutcomeJSON is a processed delivery's outcome; absent values are null.
@@ -141,6 +145,7 @@ func NewDeliveryJSON(d store.Delivery) DeliveryJSON {
 		Attempts:    d.Attempts,
 		LastError:   optional(d.LastError),
 		ReceivedAt:  rfc3339(d.ReceivedAt),
+		TraceID:     tracing.TraceID(d.TraceContext),
 	}
 	if !store.IsFinished(d.Status) && !d.NextAttemptAt.IsZero() {
 		out.NextAttemptAt = optional(rfc3339(d.NextAttemptAt))

@@ -16,6 +16,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/config"
@@ -23,6 +26,7 @@ import (
 	"github.com/trackergateway/gateway/internal/httpapi"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // Limits on the header-derived columns, so that one odd request can never
@@ -36,6 +40,9 @@ const (
 const (
 	ReceiptAccepted  = "accepted"
 	ReceiptDuplicate = "duplicate"
+	// ReceiptRefused is the outcome of a receipt span whose request was
+	// answered with an error: nothing was stored.
+	ReceiptRefused = "refused"
 )
 
 // alwaysSecretHeaders are never stored or shown, whatever the provider:
@@ -171,7 +178,23 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &metrics.StatusRecorder{ResponseWriter: w}
 	w = rec
 	defer func() { rc.opts.Metrics.WebhookAnswered(rc.knownConnection(r), rec.Status()) }()
+	// The receipt's span: its context is stored with the delivery, so
+	// every processing attempt joins this trace.
+	ctx, span := tracing.Start(r.Context(), "webhook.receive", trace.WithSpanKind(trace.SpanKindProducer))
+	defer span.End()
+	if ctx != r.Context() {
+		r = r.WithContext(ctx)
+	}
 	err := rc.receive(w, r)
+	if err != nil && span.IsRecording() {
+		span.SetAttributes(attribute.String("gateway.outcome", ReceiptRefused))
+		if failure.CodeOf(err) == failure.Internal || failure.CodeOf(err) == failure.Unavailable {
+			span.SetStatus(codes.Error, failure.MessageOf(err))
+		}
+		if id := rc.knownConnection(r); id != "" {
+			span.SetAttributes(attribute.String("gateway.connection", id))
+		}
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, errInflightBound):
@@ -283,6 +306,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 	// stored as received keeps its buffer out of the pool (the commit may
 	// outlive this request when the caller goes away).
 	d.Body, d.BodyEncoding = store.EncodeDeliveryBody(body)
+	d.TraceContext = tracing.Traceparent(ctx)
 	if d.BodyEncoding != store.BodyIdentity {
 		rb.release()
 	} else {
@@ -296,10 +320,16 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 	if ins.Duplicate {
 		status = ReceiptDuplicate
 	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.String("gateway.connection", conn.ID), attribute.String("gateway.provider", conn.Provider),
+			attribute.String("gateway.event", d.Event), attribute.String("gateway.delivery_key", key),
+			attribute.String("gateway.delivery_id", ins.ID), attribute.String("gateway.outcome", status),
+			attribute.Int("gateway.body_size", len(body)))
+	}
 	rc.logger.DebugContext(ctx, "webhook received", "connection", conn.ID, "delivery_id", ins.ID,
 		"event", d.Event, "status", status, "bytes", len(body))
 	httpapi.WriteJSON(w, http.StatusAccepted, ReceiptResponse{DeliveryID: ins.ID, Status: status})
-	rc.opts.Metrics.WebhookAcknowledged(conn.ID, received)
+	rc.opts.Metrics.WebhookAcknowledged(ctx, conn.ID, received)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/failure"
@@ -382,12 +383,19 @@ func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (i
 	for _, j := range jobs {
 		switch {
 		case j.done:
+			j.endSpan(j.d)
 			finished <- j.d
 		case !w.claiming(claimCtx):
 			j.cancel()
-			finished <- w.putBack(ctx, j.d)
+			d := w.putBack(ctx, j.d)
+			j.endSpan(d)
+			finished <- d
 		default:
-			w.jobs.Go(claimCtx, func() { finished <- w.runJob(ctx, j) })
+			w.jobs.Go(claimCtx, func() {
+				d := w.runJob(ctx, j)
+				j.endSpan(d)
+				finished <- d
+			})
 		}
 	}
 	for left := len(jobs); left > 0; {
@@ -446,12 +454,24 @@ type job struct {
 	pctx context.Context
 	// cancel ends pctx, which bounds the delivery's processing by the lease.
 	cancel context.CancelFunc
+	// span is the attempt's delivery.process span (nil for a job never
+	// prepared).
+	span trace.Span
+}
+
+// endSpan records the attempt's outcome on its span and ends it.
+func (j *job) endSpan(d store.Delivery) {
+	if j.span == nil {
+		return
+	}
+	endProcessing(j.span, d)
 }
 
 // prepareJob parses a claimed delivery and names its entity.
 func (w *Worker) prepareJob(ctx context.Context, d store.Delivery) *job {
 	j := &job{d: d}
 	j.pctx, j.cancel = context.WithTimeout(store.WithSharedCommit(ctx), w.opts.Lease)
+	j.pctx, j.span = startProcessing(j.pctx, d)
 	prep, err := w.prepare(j.pctx, d)
 	if err != nil {
 		j.done, j.d = true, w.fail(ctx, j.pctx, d, fmt.Errorf("prepare: %w", err))

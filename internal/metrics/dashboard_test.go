@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/trackergateway/gateway/internal/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // gatheredFamilies registers everything on a fresh registry, records one
@@ -24,7 +25,7 @@ func gatheredFamilies(t *testing.T) (names map[string]bool, histograms map[strin
 	m := New(prometheus.NewRegistry())
 	now := time.Now()
 	m.WebhookAnswered("c", 202)
-	m.WebhookAcknowledged("c", now)
+	m.WebhookAcknowledged(context.Background(), "c", now)
 	m.DeliveryFinished(store.Delivery{ConnectionID: "c", Status: store.DeliverySucceeded, OutcomeAction: "create",
 		ReceivedAt: now, ProcessedAt: &now})
 	m.RecoveryAction("resume_preparing")
@@ -33,7 +34,7 @@ func gatheredFamilies(t *testing.T) (names map[string]bool, histograms map[strin
 	m.MissedDeliveryRedelivered("c")
 	m.InboxCommitted(1)
 	m.OutboundDelivery("sub_1", store.OutboundSucceeded)
-	m.OutboundAttemptTook(time.Millisecond)
+	m.OutboundAttemptTook(time.Millisecond, trace.SpanContext{})
 	m.WatchOutbound(lagsOf{{SubscriptionID: "sub_1"}}, nil, 0)
 	mfs, err := m.Registry().Gather()
 	if err != nil {

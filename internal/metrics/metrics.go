@@ -15,8 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // Task actions (gateway_task_actions_total's action label). Anything a
@@ -111,7 +113,9 @@ func New(reg *prometheus.Registry) *Metrics {
 	m.inbox = &inboxGauges{m: m}
 	m.outbound = newOutboundMetrics()
 	reg.MustRegister(m.outbound.collectors()...)
-	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	// OpenMetrics, when a scrape asks for it, carries the histograms'
+	// exemplars: the trace of an observed latency.
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	reg.MustRegister(m.webhookRequests, m.webhookAck, m.commitReceipts, m.processing, m.taskActions, m.recoveryActions,
 		m.providerAPI, m.retentionDeleted, m.redelivered, m.inbox,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -208,12 +212,24 @@ func (m *Metrics) WebhookAnswered(connection string, code int) {
 }
 
 // WebhookAcknowledged observes the time from receipt to the 2xx of a
-// committed delivery.
-func (m *Metrics) WebhookAcknowledged(connection string, received time.Time) {
+// committed delivery, with the trace of ctx's span as its exemplar.
+func (m *Metrics) WebhookAcknowledged(ctx context.Context, connection string, received time.Time) {
 	if m == nil {
 		return
 	}
-	m.webhookAck.WithLabelValues(connection).Observe(time.Since(received).Seconds())
+	observe(m.webhookAck.WithLabelValues(connection), time.Since(received).Seconds(), trace.SpanContextFromContext(ctx))
+}
+
+// observe records v, with the trace of sc as the exemplar when sc was
+// sampled (an exemplar pointing at a trace nobody kept would lead nowhere).
+func observe(o prometheus.Observer, v float64, sc trace.SpanContext) {
+	if sc.IsSampled() {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	o.Observe(v)
 }
 
 // InboxCommitted observes one inbox transaction that committed n receipts.
@@ -232,7 +248,9 @@ func (m *Metrics) DeliveryFinished(d store.Delivery) {
 	if m == nil || d.ProcessedAt == nil {
 		return
 	}
-	m.processing.WithLabelValues(d.ConnectionID).Observe(max(d.ProcessedAt.Sub(d.ReceivedAt).Seconds(), 0))
+	// The exemplar is the delivery's trace: its receipt and every attempt.
+	observe(m.processing.WithLabelValues(d.ConnectionID), max(d.ProcessedAt.Sub(d.ReceivedAt).Seconds(), 0),
+		tracing.Remote(d.TraceContext))
 	if action := TaskAction(d); action != "" {
 		m.taskActions.WithLabelValues(d.ConnectionID, action).Inc()
 	}

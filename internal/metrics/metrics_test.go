@@ -132,7 +132,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	t.Parallel()
 	var m *Metrics
 	m.WebhookAnswered("gh", 202)
-	m.WebhookAcknowledged("gh", time.Now())
+	m.WebhookAcknowledged(context.Background(), "gh", time.Now())
 	m.InboxCommitted(3)
 	m.DeliveryFinished(store.Delivery{Status: store.DeliverySucceeded})
 	m.RecoveryAction("resume")

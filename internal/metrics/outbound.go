@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trackergateway/gateway/internal/store"
 )
@@ -52,12 +53,13 @@ func (m *Metrics) OutboundDelivery(subscription, outcome string) {
 	m.outbound.deliveries.WithLabelValues(subscription, outcome).Inc()
 }
 
-// OutboundAttemptTook observes how long one outbound attempt took.
-func (m *Metrics) OutboundAttemptTook(d time.Duration) {
+// OutboundAttemptTook observes how long one outbound attempt took, with
+// the attempt's trace (sc, its span) as the exemplar.
+func (m *Metrics) OutboundAttemptTook(d time.Duration, sc trace.SpanContext) {
 	if m == nil {
 		return
 	}
-	m.outbound.attempt.Observe(d.Seconds())
+	observe(m.outbound.attempt, d.Seconds(), sc)
 }
 
 // LagReader reads the subscriptions' lags (store.Store does).

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trackergateway/gateway/internal/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // settableLags answers what the test last set, counting its reads.
@@ -38,7 +39,7 @@ func TestOutboundMetrics(t *testing.T) {
 	m.OutboundDelivery("sub_a", store.OutboundSucceeded)
 	m.OutboundDelivery("sub_a", store.OutboundSucceeded)
 	m.OutboundDelivery("sub_a", store.OutboundRetrying)
-	m.OutboundAttemptTook(250 * time.Millisecond)
+	m.OutboundAttemptTook(250*time.Millisecond, trace.SpanContext{})
 	if got := value(t, m, "gateway_outbound_deliveries_total", "subscription", "sub_a", "outcome", "succeeded"); got != 2 {
 		t.Errorf("succeeded = %v, want 2", got)
 	}

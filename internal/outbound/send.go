@@ -13,8 +13,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // Defaults of the delivery rules (docs/design.md, "Task events out").
@@ -65,6 +70,12 @@ func (w *Worker) post(ctx context.Context, sub store.Subscription, ev store.Task
 	h.Set("webhook-id", signed.ID)
 	h.Set("webhook-timestamp", signed.Timestamp)
 	h.Set("webhook-signature", signed.Signature)
+	// The attempt's span context (none with tracing off): a consumer that
+	// traces continues the delivery's trace.
+	tracing.Propagator.Inject(ctx, propagation.HeaderCarrier(h))
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.String("server.address", serverAddress(sub.URL)))
+	}
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return answer{err: w.requestError(err)}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
@@ -348,6 +349,8 @@ type result struct {
 	// put back or failed before sending.
 	tried bool
 	took  time.Duration
+	// span is the attempt's span (its trace is the latency's exemplar).
+	span trace.SpanContext
 }
 
 // start sends each claimed delivery on its own goroutine, holding a slot
@@ -420,9 +423,12 @@ func (w *Worker) attempt(ctx context.Context, d store.OutboundDelivery, subs map
 	if !ok {
 		return result{d: w.failed(d, now, 0, "the event is no longer kept (retention removed it before it was delivered)")}
 	}
+	ctx, span := startAttempt(ctx, d, ev)
+	defer span.End()
 	began := time.Now()
 	a := w.post(ctx, sub, ev, now)
 	took := time.Since(began)
+	endAttempt(span, a)
 	if ctx.Err() != nil {
 		// Stopping at once: the attempt does not count.
 		return result{d: w.putBack(d)}
@@ -431,7 +437,7 @@ func (w *Worker) attempt(ctx context.Context, d store.OutboundDelivery, subs map
 	d.LastStatusCode = a.code
 	if a.err == nil {
 		d.Status, d.LastError, d.NextAttemptAt, d.FinishedAt = store.OutboundSucceeded, "", now, &now
-		return result{d: d, answer: a, tried: true, took: took}
+		return result{d: d, answer: a, tried: true, took: took, span: span.SpanContext()}
 	}
 	msg := a.err.Error()
 	wait, again := nextRetry(w.opts.RetrySchedule, d.Attempts, a.retryAfter)
@@ -443,7 +449,7 @@ func (w *Worker) attempt(ctx context.Context, d store.OutboundDelivery, subs map
 	default:
 		d.Status, d.LastError, d.NextAttemptAt, d.FinishedAt = store.OutboundRetrying, cleanText(msg), now.Add(wait), nil
 	}
-	return result{d: d, answer: a, tried: true, took: took}
+	return result{d: d, answer: a, tried: true, took: took, span: span.SpanContext()}
 }
 
 func (w *Worker) failed(d store.OutboundDelivery, now time.Time, code int, msg string) store.OutboundDelivery {
@@ -568,7 +574,7 @@ func (w *Worker) recorded(ctx context.Context, r result) {
 		w.opts.Metrics.OutboundDelivery(d.SubscriptionID, d.Status)
 	}
 	if r.tried {
-		w.opts.Metrics.OutboundAttemptTook(r.took)
+		w.opts.Metrics.OutboundAttemptTook(r.took, r.span)
 	}
 	attrs := []any{"subscription_id", d.SubscriptionID, "event_id", d.EventID, "task_id", d.TaskID, "attempts", d.Attempts,
 		"status_code", d.LastStatusCode}

@@ -81,7 +81,7 @@ func guarded(hc *http.Client, m *metrics.Metrics, provider string, base *url.URL
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	c.Transport = &guard{allowed: allowed, next: next}
+	c.Transport = &guard{allowed: allowed, next: traced{provider: provider, next: next}}
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if origin(req.URL) != allowed {
 			return fmt.Errorf("redirect to %s: %w", req.URL.Host, ErrForeignHost)

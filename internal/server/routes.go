@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gorilla/mux"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trackergateway/gateway/docs"
 	"github.com/trackergateway/gateway/internal/console"
@@ -195,9 +197,23 @@ func NewRouter(d Deps) *mux.Router {
 		case sessionAdmin:
 			h = d.Console.RequireSession(d.Console.RequireAdmin(h))
 		}
-		r.Handle(rt.path, h).Methods(rt.method)
+		r.Handle(rt.path, nameSpan(rt.method, rt.path, h)).Methods(rt.method)
 	}
 	return r
+}
+
+// nameSpan names the request's HTTP server span (when tracing records it)
+// after its route, "METHOD /path/{id}", as the HTTP semantic conventions
+// ask: the span is started before routing, which alone knows the route.
+func nameSpan(method, path string, h http.Handler) http.Handler {
+	name := method + " " + path
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			span.SetName(name)
+			span.SetAttributes(attribute.String("http.route", path))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // withCause names the surface a route belongs to as the cause of the task

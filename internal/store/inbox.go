@@ -62,6 +62,9 @@ type Delivery struct {
 	OutcomeExternalID string
 	OutcomeAction     string
 	OutcomeResult     string
+	// TraceContext is the W3C traceparent of the receipt's span, "" when
+	// tracing was off: each processing attempt joins that trace.
+	TraceContext string
 }
 
 // DeliveryFilter selects a page of deliveries, newest first. Empty fields

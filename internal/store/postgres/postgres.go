@@ -24,6 +24,7 @@ import (
 
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/store/sqlstore"
+	"github.com/trackergateway/gateway/internal/tracing"
 	"github.com/trackergateway/gateway/migrations"
 )
 
@@ -61,7 +62,8 @@ type Options struct {
 	MaxConns int32
 }
 
-// Open connects to url. The pool is lazy: an unreachable server is reported
+// Open connects to url; when ctx carries a tracer provider
+// (tracing.WithProvider), statements run under a span are traced. The pool is lazy: an unreachable server is reported
 // by Ping and by each query as store.ErrUnavailable, never at Open.
 func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*Driver, error) {
 	cfg, err := pgxpool.ParseConfig(url)
@@ -79,6 +81,11 @@ func Open(ctx context.Context, url string, opts Options, logger *slog.Logger) (*
 		cfg.MaxConns = 16
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	// With tracing on (a provider in ctx), each statement of traced work
+	// is a span under it.
+	if tp := tracing.Provider(ctx); tp != nil {
+		cfg.ConnConfig.Tracer = newSpanTracer(tp)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres pool: %w", err)

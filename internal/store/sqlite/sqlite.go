@@ -104,7 +104,7 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	// commit, so they do not stall acknowledgements.
 	q.Add("_pragma", "wal_autocheckpoint(0)")
 	dsn := "file:" + uriPath(path) + "?" + q.Encode()
-	writer, err := sql.Open("sqlite", dsn)
+	writer, err := openDB(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
@@ -117,7 +117,7 @@ func open(ctx context.Context, path string, cp checkpointing) (*Driver, error) {
 	for _, p := range append(pragmas, "query_only(1)") {
 		rq.Add("_pragma", p)
 	}
-	reader, err := sql.Open("sqlite", "file:"+uriPath(path)+"?"+rq.Encode())
+	reader, err := openDB(ctx, "file:"+uriPath(path)+"?"+rq.Encode())
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open sqlite reader: %w", err)

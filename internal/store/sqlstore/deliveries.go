@@ -51,11 +51,11 @@ func (q queries) InsertDeliveries(ctx context.Context, ds []store.Delivery) ([]s
 
 type deliveryKey struct{ connection, key string }
 
-// A chunk's arguments: six per delivery for its deliveries row (id,
-// connection, provider, event, key, received_at), then three per delivery
+// A chunk's arguments: seven per delivery for its deliveries row (id,
+// connection, provider, event, key, received_at, trace context), then three per delivery
 // for its content (headers, body, encoding); a content repeats its row's id.
 const (
-	rowArgsPer     = 6
+	rowArgsPer     = 7
 	contentArgsPer = 3
 )
 
@@ -88,7 +88,7 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 	postgres := q.d.Dialect() == store.DialectPostgres
 	var rowsSQL, contentSQL strings.Builder
 	rowsSQL.WriteString(`INSERT INTO deliveries (id, connection_id, provider, event, delivery_key,
-		status, attempts, next_attempt_at, received_at) VALUES `)
+		status, attempts, next_attempt_at, received_at, trace_context) VALUES `)
 	rowArgs := make([]any, 0, len(ds)*rowArgsPer)
 	contentArgs := make([]any, 0, len(ds)*contentArgsPer)
 	ids := make([]string, len(ds))
@@ -105,14 +105,15 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 			body, encoding = store.EncodeDeliveryBody(body)
 		}
 		r, c := rowArgsPer*i, rowArgsPer*len(ds)+contentArgsPer*i
-		fmt.Fprintf(&rowsSQL, "($%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d)", r+1, r+2, r+3, r+4, r+5, r+6, r+6)
+		fmt.Fprintf(&rowsSQL, "($%d, $%d, $%d, $%d, $%d, 'queued', 0, $%d, $%d, $%d)", r+1, r+2, r+3, r+4, r+5, r+6, r+6, r+7)
 		if postgres { // the contents' VALUES of the WITH below
 			if i > 0 {
 				contentSQL.WriteString(", ")
 			}
 			fmt.Fprintf(&contentSQL, "($%d::uuid, $%d::text, $%d::bytea, $%d::text)", r+1, c+1, c+2, c+3)
 		}
-		rowArgs = append(rowArgs, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.ReceivedAt)
+		rowArgs = append(rowArgs, ids[i], d.ConnectionID, d.Provider, d.Event, d.DeliveryKey, d.ReceivedAt,
+			nullString(d.TraceContext))
 		contentArgs = append(contentArgs, d.Headers, body, encoding)
 	}
 	rowsSQL.WriteString(` ON CONFLICT (connection_id, delivery_key) DO NOTHING RETURNING id, connection_id, delivery_key`)
@@ -168,7 +169,7 @@ func (q queries) insertDeliveryChunk(ctx context.Context, ds []store.Delivery, o
 
 const deliverySummaryColumns = `id, connection_id, provider, event, delivery_key, status, attempts, last_error,
 	next_attempt_at, lease_owner, lease_expires_at, entity_key, received_at, processed_at,
-	outcome_task_id, outcome_external_id, outcome_action, outcome_result`
+	outcome_task_id, outcome_external_id, outcome_action, outcome_result, trace_context`
 
 // deliveryContentColumns (of delivery_contents) follow deliverySummaryColumns
 // when a read needs the raw delivery; scanDelivery decodes the body.
@@ -176,11 +177,11 @@ const deliveryContentColumns = `headers, body, body_encoding`
 
 func scanDelivery(r Row, withContent bool) (store.Delivery, error) {
 	var d store.Delivery
-	var lastErr, owner, entity, taskID, extID, action, result sql.NullString
+	var lastErr, owner, entity, taskID, extID, action, result, traceContext sql.NullString
 	var encoding string
 	dest := []any{&d.ID, &d.ConnectionID, &d.Provider, &d.Event, &d.DeliveryKey, &d.Status, &d.Attempts, &lastErr,
 		&d.NextAttemptAt, &owner, &d.LeaseExpiresAt, &entity, &d.ReceivedAt, &d.ProcessedAt,
-		&taskID, &extID, &action, &result}
+		&taskID, &extID, &action, &result, &traceContext}
 	if withContent {
 		dest = append(dest, &d.Headers, &d.Body, &encoding)
 	}
@@ -189,6 +190,7 @@ func scanDelivery(r Row, withContent bool) (store.Delivery, error) {
 	}
 	d.LastError, d.LeaseOwner, d.EntityKey = lastErr.String, owner.String, entity.String
 	d.OutcomeTaskID, d.OutcomeExternalID, d.OutcomeAction, d.OutcomeResult = taskID.String, extID.String, action.String, result.String
+	d.TraceContext = traceContext.String
 	if withContent {
 		body, err := store.DecodeDeliveryBody(d.Body, encoding)
 		if err != nil {

@@ -25,6 +25,7 @@ var deliveryTests = []contractTest{
 	// reads return it as received.
 	{name: "delivery bodies are stored encoded and read as received", driver: testDeliveryBodies},
 	{name: "a delivery's content is stored once and deleted with it", driver: testDeliveryContents},
+	{name: "a delivery keeps its receipt's trace context", fn: testDeliveryTraceContext},
 	{name: "only a finished delivery is requeued", fn: testRequeueGuard},
 	{name: "the next delivery due", fn: testNextDeliveryDue},
 	{name: "deliveries filtered alone and combined, paged stably", fn: testDeliveryFilters},
@@ -87,6 +88,56 @@ func testDeliveryContents(t *testing.T, s *sqlstore.Store) {
 	must(t, err)
 	if n != 3 || contents() != 200 {
 		t.Errorf("deleted %d deliveries, %d content rows left; want 3 and 200", n, contents())
+	}
+}
+
+// testDeliveryTraceContext: the receipt's traceparent is stored with the
+// delivery (the first receipt's, a duplicate's is not) and read back by the
+// claim, the detail, the list and a replay, so a retry joins the trace;
+// a delivery received with tracing off has none.
+func testDeliveryTraceContext(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	d := store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues", DeliveryKey: "traced", Headers: `{}`,
+		Body: []byte(`{}`), ReceivedAt: epoch, TraceContext: traced}
+	dup := d
+	dup.TraceContext = "00-11111111111111111111111111111111-2222222222222222-01"
+	plain := store.Delivery{ConnectionID: "gh", Provider: "github", Event: "issues", DeliveryKey: "plain", Headers: `{}`,
+		Body: []byte(`{}`), ReceivedAt: epoch}
+	res, err := s.InsertDeliveries(ctx, []store.Delivery{d, dup, plain})
+	must(t, err)
+	claimed, err := s.ClaimDeliveries(ctx, "w1", epoch, time.Minute, 10)
+	must(t, err)
+	want := map[string]string{res[0].ID: traced, res[2].ID: ""}
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %d deliveries, want 2", len(claimed))
+	}
+	for _, c := range claimed {
+		if c.TraceContext != want[c.ID] {
+			t.Errorf("claimed %s: trace context %q, want %q", c.DeliveryKey, c.TraceContext, want[c.ID])
+		}
+	}
+	got, err := s.GetDelivery(ctx, res[0].ID)
+	must(t, err)
+	if got.TraceContext != traced {
+		t.Errorf("read trace context %q, want %q", got.TraceContext, traced)
+	}
+	page, err := s.ListDeliveries(ctx, store.DeliveryFilter{Limit: 10})
+	must(t, err)
+	for _, l := range page.Deliveries {
+		if l.TraceContext != want[l.ID] {
+			t.Errorf("listed %s: trace context %q, want %q", l.DeliveryKey, l.TraceContext, want[l.ID])
+		}
+	}
+	done := got
+	done.Status = store.DeliverySucceeded
+	now := epoch.Add(time.Minute)
+	done.ProcessedAt = &now
+	must(t, s.FinishDelivery(ctx, done, "w1"))
+	rq, requeued, err := s.RequeueDelivery(ctx, done.ID, now)
+	must(t, err)
+	if !requeued || rq.TraceContext != traced {
+		t.Errorf("replayed: requeued %v, trace context %q, want %q", requeued, rq.TraceContext, traced)
 	}
 }
 

@@ -1,0 +1,46 @@
+package idempotency
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trackergateway/gateway/internal/tracing"
+)
+
+// startCreate starts task.create, the span of one Create; Begin, the steps
+// and Complete (or, for a creation without steps, the one transaction that
+// writes it, task.create.write) are its children. With tracing off it
+// costs a context lookup.
+func startCreate(ctx context.Context, req CreateRequest) (context.Context, trace.Span) {
+	if tracing.Provider(ctx) == nil {
+		return tracing.Start(ctx, "task.create")
+	}
+	return tracing.Start(ctx, "task.create", trace.WithAttributes(attribute.String("gateway.workspace_id", req.WorkspaceID),
+		attribute.String("gateway.external_id", req.ExternalID), attribute.Int("gateway.contributions", len(req.Contributions))))
+}
+
+// endCreate records the creation's outcome and ends its span.
+func endCreate(span trace.Span, res Result, err error) {
+	if span.IsRecording() {
+		if err == nil {
+			span.SetAttributes(attribute.String("gateway.outcome", res.Outcome.String()), attribute.String("gateway.task_id", res.Task.ID))
+		}
+	}
+	endChild(span, err)
+}
+
+// startChild starts one part of a creation under its task.create span.
+func startChild(ctx context.Context, name string) (context.Context, trace.Span) {
+	return tracing.Start(ctx, name)
+}
+
+// endChild marks a failed part and ends its span.
+func endChild(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
