@@ -369,6 +369,9 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		}()
 		ctx = tracing.WithProvider(ctx, tp)
 	}
+	if tracing.MessagingOptIn(env) {
+		ctx = tracing.WithMessagingConventions(ctx)
+	}
 	// The listener is bound and the database migrated before any secret or
 	// token is generated: those are printed once only, so a start that
 	// fails must not have consumed them.
@@ -498,7 +501,11 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		srv.Handler = otelhttp.NewHandler(r, "http.server", otelhttp.WithTracerProvider(tp),
 			otelhttp.WithPropagators(tracing.Propagator),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
-		srv.BaseContext = func(net.Listener) context.Context { return tracing.WithProvider(context.Background(), tp) }
+		base := tracing.WithProvider(context.Background(), tp)
+		if tracing.MessagingConventions(ctx) {
+			base = tracing.WithMessagingConventions(base)
+		}
+		srv.BaseContext = func(net.Listener) context.Context { return base }
 	}
 
 	// Stopping (ctx ends: SIGTERM, SIGINT) is graceful and in this order:

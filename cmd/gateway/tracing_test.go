@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -231,4 +232,44 @@ func TestTracingOff(t *testing.T) {
 			t.Errorf("event data %s names a trace with tracing off", r.Event.Data)
 		}
 	})
+}
+
+// TestTracingMessagingConventions: the receipt and processing spans carry
+// the messaging conventions' attributes (the connection's inbox as the
+// destination, the delivery as the message) only when the gateway is asked
+// for them (OTEL_SEMCONV_STABILITY_OPT_IN=messaging).
+func TestTracingMessagingConventions(t *testing.T) {
+	t.Parallel()
+	for _, optIn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("opt-in=%t", optIn), func(t *testing.T) {
+			t.Parallel()
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			base := tracing.WithProvider(context.Background(), tp)
+			if optIn {
+				base = tracing.WithMessagingConventions(base)
+			}
+			g := startGatewayWith(t, base, newDatabaseURL(t, "sqlite"))
+			d := g.process(t, fixtureHook(t, "github/issues.opened.json"))
+			poll(t, "the processing span ended", waitTimeout, func() bool {
+				return len(recordedSpans(rec.Ended()).named("delivery.process")) >= 1
+			})
+			spans := recordedSpans(rec.Ended())
+			for name, operation := range map[string]string{"webhook.receive": "send", "delivery.process": "process"} {
+				s := only(t, spans, name)
+				want := map[string]string{"messaging.system": "", "messaging.operation.type": "",
+					"messaging.destination.name": "", "messaging.message.id": ""}
+				if optIn {
+					want = map[string]string{"messaging.system": tracing.MessagingSystem, "messaging.operation.type": operation,
+						"messaging.destination.name": "github", "messaging.message.id": d.ID}
+				}
+				for key, w := range want {
+					if got := attrString(s, key); got != w {
+						t.Errorf("%s %s = %q, want %q", name, key, got, w)
+					}
+				}
+			}
+		})
+	}
 }

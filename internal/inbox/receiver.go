@@ -325,6 +325,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) error {
 			attribute.String("gateway.event", d.Event), attribute.String("gateway.delivery_key", key),
 			attribute.String("gateway.delivery_id", ins.ID), attribute.String("gateway.outcome", status),
 			attribute.Int("gateway.body_size", len(body)))
+		span.SetAttributes(tracing.MessagingAttributes(ctx, "send", conn.ID, ins.ID, len(body))...)
 	}
 	rc.logger.DebugContext(ctx, "webhook received", "connection", conn.ID, "delivery_id", ins.ID,
 		"event", d.Event, "status", status, "bytes", len(body))

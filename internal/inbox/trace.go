@@ -22,7 +22,8 @@ func startProcessing(ctx context.Context, d store.Delivery) (context.Context, tr
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("gateway.delivery_id", d.ID), attribute.String("gateway.connection", d.ConnectionID),
-			attribute.String("gateway.provider", d.Provider), attribute.Int("gateway.attempt", d.Attempts))}
+			attribute.String("gateway.provider", d.Provider), attribute.Int("gateway.attempt", d.Attempts)),
+		trace.WithAttributes(tracing.MessagingAttributes(ctx, "process", d.ConnectionID, d.ID, -1)...)}
 	if receipt := tracing.Remote(d.TraceContext); receipt.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, receipt)
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: receipt}))

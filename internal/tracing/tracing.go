@@ -60,6 +60,7 @@ var EnvironmentVariables = []string{
 	"OTEL_BSP_EXPORT_TIMEOUT",
 	"OTEL_BSP_MAX_QUEUE_SIZE",
 	"OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+	"OTEL_SEMCONV_STABILITY_OPT_IN",
 }
 
 // Enabled reports whether the environment turns tracing on: an exporter
@@ -114,6 +115,61 @@ func Setup(ctx context.Context, lookup func(string) (string, bool), version stri
 
 // providerKey is the context key of the tracer provider.
 type providerKey struct{}
+
+// messagingKey is the context key of the messaging conventions' opt-in.
+type messagingKey struct{}
+
+// MessagingOptIn reports whether OTEL_SEMCONV_STABILITY_OPT_IN asks for the
+// messaging semantic conventions ("messaging", or "messaging/dup", which
+// for a gateway that never emitted older ones means the same). The
+// conventions are still in development, so an instrumentation emits them
+// only when asked, as the specification says.
+func MessagingOptIn(lookup func(string) (string, bool)) bool {
+	v, _ := lookup("OTEL_SEMCONV_STABILITY_OPT_IN")
+	for item := range strings.SplitSeq(v, ",") {
+		switch strings.TrimSpace(item) {
+		case "messaging", "messaging/dup":
+			return true
+		}
+	}
+	return false
+}
+
+// WithMessagingConventions returns ctx under which the receipt and
+// processing spans also carry the messaging semantic conventions'
+// attributes (MessagingAttributes).
+func WithMessagingConventions(ctx context.Context) context.Context {
+	return context.WithValue(ctx, messagingKey{}, true)
+}
+
+// MessagingConventions reports whether ctx asks for the messaging
+// conventions' attributes.
+func MessagingConventions(ctx context.Context) bool {
+	on, _ := ctx.Value(messagingKey{}).(bool)
+	return on
+}
+
+// MessagingSystem is messaging.system of the inbox: the gateway's own
+// queue, a value of its own as the conventions allow.
+const MessagingSystem = "tracker_gateway"
+
+// MessagingAttributes are the messaging conventions' attributes of a
+// delivery in the inbox, the queue between its receipt (operation "send",
+// a producer span) and each processing attempt ("process", a consumer
+// span): the destination is the connection's inbox, the message the
+// delivery. Nil unless ctx asks for them (WithMessagingConventions).
+func MessagingAttributes(ctx context.Context, operation, connection, deliveryID string, bodySize int) []attribute.KeyValue {
+	if !MessagingConventions(ctx) {
+		return nil
+	}
+	kv := []attribute.KeyValue{attribute.String("messaging.system", MessagingSystem),
+		attribute.String("messaging.operation.type", operation), attribute.String("messaging.operation.name", operation),
+		attribute.String("messaging.destination.name", connection), attribute.String("messaging.message.id", deliveryID)}
+	if bodySize >= 0 {
+		kv = append(kv, attribute.Int("messaging.message.body.size", bodySize))
+	}
+	return kv
+}
 
 // WithProvider returns ctx carrying tp, the provider every span started
 // under ctx comes from. A nil tp leaves ctx as it is: tracing stays off.

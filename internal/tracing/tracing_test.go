@@ -158,3 +158,46 @@ func BenchmarkStart(b *testing.B) {
 		}
 	})
 }
+
+func TestMessagingOptIn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, value string
+		want        bool
+	}{
+		{"unset", "", false},
+		{"messaging", "messaging", true},
+		{"messaging/dup", "messaging/dup", true},
+		{"in a list", "http, messaging", true},
+		{"other conventions only", "http,database", false},
+		{"a prefix is not the value", "messagingx", false},
+	} {
+		env := map[string]string{}
+		if tc.value != "" {
+			env["OTEL_SEMCONV_STABILITY_OPT_IN"] = tc.value
+		}
+		if got := tracing.MessagingOptIn(lookupOf(env)); got != tc.want {
+			t.Fatalf("%s: MessagingOptIn = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestMessagingAttributesOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	if kv := tracing.MessagingAttributes(context.Background(), "send", "github", "d1", 10); kv != nil {
+		t.Fatalf("attributes without the opt-in: %v", kv)
+	}
+	kv := tracing.MessagingAttributes(tracing.WithMessagingConventions(context.Background()), "send", "github", "d1", 10)
+	got := map[string]string{}
+	for _, a := range kv {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	want := map[string]string{"messaging.system": tracing.MessagingSystem, "messaging.operation.type": "send",
+		"messaging.operation.name": "send", "messaging.destination.name": "github", "messaging.message.id": "d1",
+		"messaging.message.body.size": "10"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+}
