@@ -42,7 +42,7 @@ func TestOutboundPlans(t *testing.T) {
 		}
 		now := time.Now()
 		taskIndex := "idx_outbound_deliveries_task"
-		claim := explainNamed(t, st, "claim", sqlstore.ClaimOutboundSQL(st.Driver().SkipLocked()), []any{now, "owner", now.Add(time.Minute), 64})
+		claim := explainNamed(t, st, "claim", sqlstore.ClaimOutboundSQL(st.Driver()), []any{now, "owner", now.Add(time.Minute), 64})
 		release := explainNamed(t, st, "release", sqlstore.ReleaseChainSQL, []any{now, "sub_a", store.OutboundParked, "task-1"})
 		owed := explainNamed(t, st, "owed", sqlstore.InsertOutboundDeliverySQL, []any{now, store.OutboundParked,
 			"sub_a", 30001, "task-1", "task.updated", now, true, now})
@@ -93,4 +93,65 @@ func explainNamed(t *testing.T, st *sqlstore.Store, name, query string, args []a
 		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestOutboundClaimPlanAfterABurst: on PostgreSQL, statistics taken while
+// outbound_deliveries was empty (a burst after a quiet spell, before
+// autovacuum analyzes again) must not turn the claim into a read and sort
+// of every due row: under the settings the claim runs with, it walks the
+// due index in order, checks each candidate's order through the task
+// index, and stops at its limit.
+func TestOutboundClaimPlanAfterABurst(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		if st.Dialect() != store.DialectPostgres {
+			t.Skip("the planner settings are PostgreSQL's")
+		}
+		t.Parallel()
+		ctx := context.Background()
+		if err := st.InsertSubscription(ctx, store.Subscription{ID: "sub_a", WorkspaceID: "ws", URL: "https://example.com",
+			Enabled: true, Secret: "whsec_c2VjcmV0", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{`ANALYZE outbound_deliveries`, `ANALYZE outbound_subscriptions`,
+			`INSERT INTO outbound_deliveries (subscription_id, event_id, task_id, event_type, event_at, status, next_attempt_at, created_at)
+				SELECT 'sub_a', i, 'task-' || i, 'task.created', now(), 'pending', now() - interval '1 minute', now()
+				FROM generate_series(1, 30000) AS i`} {
+			if _, err := st.Driver().Exec(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		tx, err := st.Driver().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, sqlstore.ClaimOutboundPlanner); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		rows, err := tx.Query(ctx, `EXPLAIN `+sqlstore.ClaimOutboundSQL(st.Driver()), now, "owner", now.Add(time.Minute), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, line)
+		}
+		rows.Close()
+		plan := strings.Join(lines, "\n")
+		if !strings.Contains(plan, "Index Scan using idx_outbound_deliveries_due") || strings.Contains(plan, "Sort Key") {
+			t.Errorf("after a burst the claim does not walk the due index in order:\n%s", plan)
+		}
+		// The order check runs per candidate (a subplan through the task
+		// index), never as a join the planner may turn into a read of every
+		// unfinished delivery per candidate.
+		if !strings.Contains(plan, "SubPlan") || strings.Contains(plan, "Anti Join") {
+			t.Errorf("after a burst the claim's order check is not a per-candidate lookup:\n%s", plan)
+		}
+	})
 }
