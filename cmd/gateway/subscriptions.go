@@ -81,9 +81,12 @@ var (
 	}
 )
 
-// subscriptionCmd holds the flags every subscriptions subcommand has.
+// subscriptionCmd holds the flags every subscriptions subcommand has: an
+// operator command's, with the workspace's token accepted beside the
+// admin's.
 type subscriptionCmd struct {
-	target, token, output, workspace string
+	operatorCmd
+	workspace string
 }
 
 func subscriptionFlags(name string, env Env) (*flag.FlagSet, *subscriptionCmd) {
@@ -98,11 +101,8 @@ func subscriptionFlags(name string, env Env) (*flag.FlagSet, *subscriptionCmd) {
 }
 
 func (c *subscriptionCmd) parse(fs *flag.FlagSet, u usageText, args []string, stdout, stderr io.Writer, wantID bool) (string, error) {
-	if err := parseFlags(fs, u, idLast(args), stdout, stderr); err != nil {
+	if err := c.operatorCmd.parse(fs, u, idLast(args), stdout, stderr); err != nil {
 		return "", err
-	}
-	if err := checkOutput(c.output); err != nil {
-		return "", usageError(stderr, fs, u, "%v", err)
 	}
 	switch {
 	case wantID && fs.NArg() != 1:
@@ -121,24 +121,6 @@ func (c *subscriptionCmd) path(id string, rest ...string) string {
 		p += "/" + url.PathEscape(id)
 	}
 	return p + strings.Join(rest, "")
-}
-
-func (c *subscriptionCmd) run(ctx context.Context, method, path string, body any, stdout io.Writer, table any) error {
-	answer, err := callAPI(ctx, c.target, c.token, method, path, body)
-	if err != nil {
-		return err
-	}
-	switch t := table.(type) {
-	case func(io.Writer, outbound.SubscriptionJSON):
-		return printAnswer(stdout, c.output, answer, t)
-	case func(io.Writer, outbound.SubscriptionListJSON):
-		return printAnswer(stdout, c.output, answer, t)
-	case func(io.Writer, outbound.DeliveryListJSON):
-		return printAnswer(stdout, c.output, answer, t)
-	case func(io.Writer, outbound.ReplayJSON):
-		return printAnswer(stdout, c.output, answer, t)
-	}
-	return fmt.Errorf("no table for %T", table)
 }
 
 // typesList reads --types: comma-separated, "" for every type.
@@ -164,7 +146,7 @@ func subscriptions(ctx context.Context, args []string, env Env, stdout, stderr i
 		if _, err := c.parse(fs, subscriptionsListUsage, args[1:], stdout, stderr, false); err != nil {
 			return err
 		}
-		return c.run(ctx, http.MethodGet, c.path(""), nil, stdout, subscriptionsTable)
+		return run(ctx, &c.operatorCmd, http.MethodGet, c.path(""), nil, stdout, subscriptionsTable)
 	case "create":
 		fs, c := subscriptionFlags(name, env)
 		target := fs.String("endpoint", "", "the subscription's URL, where events are posted (https, unless the gateway allows http)")
@@ -177,14 +159,14 @@ func subscriptions(ctx context.Context, args []string, env Env, stdout, stderr i
 			return usageError(stderr, fs, subscriptionsCreateUsage, "--endpoint is required")
 		}
 		body := map[string]any{"url": *target, "types": typesList(*types), "description": *desc}
-		return c.run(ctx, http.MethodPost, c.path(""), body, stdout, secretTable("created"))
+		return run(ctx, &c.operatorCmd, http.MethodPost, c.path(""), body, stdout, secretTable("created"))
 	case "get":
 		fs, c := subscriptionFlags(name, env)
 		id, err := c.parse(fs, subscriptionsGetUsage, args[1:], stdout, stderr, true)
 		if err != nil {
 			return err
 		}
-		return c.run(ctx, http.MethodGet, c.path(id), nil, stdout, subscriptionTable)
+		return run(ctx, &c.operatorCmd, http.MethodGet, c.path(id), nil, stdout, subscriptionTable)
 	case "update":
 		fs, c := subscriptionFlags(name, env)
 		target := fs.String("endpoint", "", "a new URL to post events to")
@@ -218,7 +200,7 @@ func subscriptions(ctx context.Context, args []string, env Env, stdout, stderr i
 		if len(body) == 0 {
 			return usageError(stderr, fs, subscriptionsUpdateUsage, "nothing to change: give --endpoint, --types, --description, --enable or --disable")
 		}
-		return c.run(ctx, http.MethodPatch, c.path(id), body, stdout, subscriptionTable)
+		return run(ctx, &c.operatorCmd, http.MethodPatch, c.path(id), body, stdout, subscriptionTable)
 	case "delete":
 		fs, c := subscriptionFlags(name, env)
 		id, err := c.parse(fs, subscriptionsDeleteUsage, args[1:], stdout, stderr, true)
@@ -240,7 +222,7 @@ func subscriptions(ctx context.Context, args []string, env Env, stdout, stderr i
 		if err != nil {
 			return err
 		}
-		return c.run(ctx, http.MethodPost, c.path(id, "/rotate-secret"), nil, stdout, secretTable("rotated"))
+		return run(ctx, &c.operatorCmd, http.MethodPost, c.path(id, "/rotate-secret"), nil, stdout, secretTable("rotated"))
 	case "deliveries":
 		fs, c := subscriptionFlags(name, env)
 		status := fs.String("status", "", "filter by status: pending, retrying, succeeded or failed")
@@ -256,7 +238,7 @@ func subscriptions(ctx context.Context, args []string, env Env, stdout, stderr i
 				q.Set(k, v)
 			}
 		}
-		return c.run(ctx, http.MethodGet, c.path(id, "/deliveries?"+q.Encode()), nil, stdout, outboundDeliveriesTable)
+		return run(ctx, &c.operatorCmd, http.MethodGet, c.path(id, "/deliveries?"+q.Encode()), nil, stdout, outboundDeliveriesTable)
 	case "replay":
 		fs, c := subscriptionFlags(name, env)
 		event := fs.String("event", "", "the event to send again (evt_...)")
@@ -274,7 +256,7 @@ func subscriptions(ctx context.Context, args []string, env Env, stdout, stderr i
 		} else {
 			body["since"] = *since
 		}
-		return c.run(ctx, http.MethodPost, c.path(id, "/replay"), body, stdout, outboundReplayTable)
+		return run(ctx, &c.operatorCmd, http.MethodPost, c.path(id, "/replay"), body, stdout, outboundReplayTable)
 	}
 	return usageError(stderr, flag.NewFlagSet("subscriptions", flag.ContinueOnError), subscriptionsUsage, "unknown subcommand %q", args[0])
 }
