@@ -351,12 +351,54 @@ const statsTimeout = 5 * time.Second
 type inboxGauges struct {
 	m *Metrics
 
-	mu       sync.Mutex // serializes readings
-	st       StatsReader
+	mu     sync.Mutex // serializes readings
+	st     StatsReader
+	every  throttle
+	oldest time.Time
+}
+
+// throttle spaces a gauge's readings of the database: a scrape reads only
+// when the last reading is older than the interval.
+type throttle struct {
 	now      func() time.Time
 	interval time.Duration
 	readAt   time.Time // zero: never read
-	oldest   time.Time
+}
+
+// newThrottle is a throttle reading at most once per interval
+// (DefaultStatsInterval when <= 0) by now (time.Now when nil).
+func newThrottle(now func() time.Time, interval time.Duration) throttle {
+	if interval <= 0 {
+		interval = DefaultStatsInterval
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return throttle{now: now, interval: interval}
+}
+
+// refresh calls read, under statsTimeout, when the last successful
+// reading is stale. A failed read keeps the last values: the next scrape
+// retries.
+func (t *throttle) refresh(read func(context.Context) error) {
+	now := t.now()
+	if !t.readAt.IsZero() && now.Sub(t.readAt) < t.interval {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	defer cancel()
+	if read(ctx) == nil {
+		t.readAt = now
+	}
+}
+
+// age is how long ago oldest was, in seconds: 0 when it is zero (nothing
+// waits), never negative.
+func (t *throttle) age(oldest time.Time) float64 {
+	if oldest.IsZero() {
+		return 0
+	}
+	return max(t.now().Sub(oldest).Seconds(), 0)
 }
 
 // WatchInbox makes the inbox gauges read st, at most once per interval
@@ -365,16 +407,10 @@ func (m *Metrics) WatchInbox(st StatsReader, now func() time.Time, interval time
 	if m == nil {
 		return
 	}
-	if interval <= 0 {
-		interval = DefaultStatsInterval
-	}
-	if now == nil {
-		now = time.Now
-	}
 	g := m.inbox
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.st, g.now, g.interval, g.readAt = st, now, interval, time.Time{}
+	g.st, g.every = st, newThrottle(now, interval)
 }
 
 // Describe implements prometheus.Collector.
@@ -388,22 +424,18 @@ func (g *inboxGauges) Describe(ch chan<- *prometheus.Desc) {
 func (g *inboxGauges) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
 	if g.st != nil {
-		if now := g.now(); g.readAt.IsZero() || now.Sub(g.readAt) >= g.interval {
-			ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+		g.every.refresh(func(ctx context.Context) error {
 			stats, err := g.st.DeliveryStats(ctx)
-			cancel()
-			if err == nil {
-				for _, s := range store.DeliveryStatuses {
-					g.m.deliveries.WithLabelValues(s).Set(float64(stats.ByStatus[s]))
-				}
-				g.oldest, g.readAt = stats.OldestQueuedAt, now
+			if err != nil {
+				return err
 			}
-		}
-		age := 0.0
-		if !g.oldest.IsZero() {
-			age = max(g.now().Sub(g.oldest).Seconds(), 0)
-		}
-		g.m.oldestQueuedSecond.Set(age)
+			for _, s := range store.DeliveryStatuses {
+				g.m.deliveries.WithLabelValues(s).Set(float64(stats.ByStatus[s]))
+			}
+			g.oldest = stats.OldestQueuedAt
+			return nil
+		})
+		g.m.oldestQueuedSecond.Set(g.every.age(g.oldest))
 	}
 	g.mu.Unlock()
 	g.m.deliveries.Collect(ch)

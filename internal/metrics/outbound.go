@@ -73,16 +73,10 @@ func (m *Metrics) WatchOutbound(st LagReader, now func() time.Time, interval tim
 	if m == nil {
 		return
 	}
-	if interval <= 0 {
-		interval = DefaultStatsInterval
-	}
-	if now == nil {
-		now = time.Now
-	}
 	g := m.outbound.lag
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.st, g.now, g.interval, g.readAt = st, now, interval, time.Time{}
+	g.st, g.every = st, newThrottle(now, interval)
 }
 
 // lagGauge serves gateway_outbound_lag_seconds as inboxGauges serve the
@@ -92,12 +86,10 @@ func (m *Metrics) WatchOutbound(st LagReader, now func() time.Time, interval tim
 type lagGauge struct {
 	gauge *prometheus.GaugeVec
 
-	mu       sync.Mutex
-	st       LagReader
-	now      func() time.Time
-	interval time.Duration
-	readAt   time.Time
-	oldest   map[string]time.Time
+	mu     sync.Mutex
+	st     LagReader
+	every  throttle
+	oldest map[string]time.Time
 }
 
 func (g *lagGauge) Describe(ch chan<- *prometheus.Desc) { g.gauge.Describe(ch) }
@@ -105,26 +97,20 @@ func (g *lagGauge) Describe(ch chan<- *prometheus.Desc) { g.gauge.Describe(ch) }
 func (g *lagGauge) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
 	if g.st != nil {
-		if now := g.now(); g.readAt.IsZero() || now.Sub(g.readAt) >= g.interval {
-			ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+		g.every.refresh(func(ctx context.Context) error {
 			lags, err := g.st.SubscriptionLags(ctx)
-			cancel()
-			if err == nil {
-				g.oldest = make(map[string]time.Time, len(lags))
-				for _, l := range lags {
-					g.oldest[l.SubscriptionID] = l.Oldest
-				}
-				g.readAt = now
+			if err != nil {
+				return err
 			}
-		}
+			g.oldest = make(map[string]time.Time, len(lags))
+			for _, l := range lags {
+				g.oldest[l.SubscriptionID] = l.Oldest
+			}
+			return nil
+		})
 		g.gauge.Reset()
-		now := g.now()
 		for id, oldest := range g.oldest {
-			age := 0.0
-			if !oldest.IsZero() {
-				age = max(now.Sub(oldest).Seconds(), 0)
-			}
-			g.gauge.WithLabelValues(id).Set(age)
+			g.gauge.WithLabelValues(id).Set(g.every.age(oldest))
 		}
 	}
 	g.mu.Unlock()
