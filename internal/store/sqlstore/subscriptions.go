@@ -144,11 +144,15 @@ func (q queries) DeleteSubscription(ctx context.Context, id string) error {
 	return exactlyOne("delete subscription")(n)
 }
 
+// parkSubscription parks every unfinished delivery of subscription $1 ($2:
+// store.OutboundParked), as disabling it does.
+const parkSubscription = `UPDATE outbound_deliveries SET next_attempt_at = $2
+	WHERE subscription_id = $1 AND ` + unfinishedOutbound
+
 func (q queries) ParkSubscriptionDeliveries(ctx context.Context, id string) error {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	_, err := q.ex.Exec(ctx, `UPDATE outbound_deliveries SET next_attempt_at = $2
-		WHERE subscription_id = $1 AND `+unfinishedOutbound, id, store.OutboundParked)
+	_, err := q.ex.Exec(ctx, parkSubscription, id, store.OutboundParked)
 	return q.wrap("park subscription deliveries", err)
 }
 
@@ -489,8 +493,7 @@ func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundF
 		}
 		res.Disabled = disabled
 		for _, id := range disabled {
-			if err := q.execLater(ctx, "park subscription deliveries", nil, `UPDATE outbound_deliveries SET next_attempt_at = $2
-				WHERE subscription_id = $1 AND `+unfinishedOutbound, id, store.OutboundParked); err != nil {
+			if err := q.execLater(ctx, "park subscription deliveries", nil, parkSubscription, id, store.OutboundParked); err != nil {
 				return err
 			}
 		}
