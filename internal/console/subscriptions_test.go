@@ -35,7 +35,7 @@ func seedSubscription(t *testing.T, st store.Store, id, ws string, statuses ...s
 		}
 		ids = append(ids, id)
 	}
-	if _, err := st.FanOutEvents(ctx, start, 100); err != nil {
+	if _, err := st.FanOutEvents(ctx, store.FanOut{Now: start, Limit: 100}); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := st.ClaimOutboundDeliveries(ctx, "w", start, time.Minute, 100)

@@ -33,7 +33,7 @@ func TestRetentionAndSubscriptions(t *testing.T) {
 			ids = append(ids, id)
 		}
 		must(t, s.SaveOutboxCursor(ctx, projection.Consumer, ids[2], now))
-		if _, err := s.FanOutEvents(ctx, now, 10); err != nil {
+		if _, err := s.FanOutEvents(ctx, store.FanOut{Now: now, Limit: 10}); err != nil {
 			t.Fatal(err)
 		}
 		// The first event is delivered; the other two are still owed.

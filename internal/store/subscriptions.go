@@ -70,11 +70,27 @@ type OutboundDelivery struct {
 	FinishedAt     *time.Time
 }
 
+// FanOut asks for one fan-out (FanOutEvents) of at most Limit outbox
+// events at Now. When Owner is set, of the first LeaseLimit deliveries
+// that head their task's chain in the batch, those written due (not
+// parked behind an earlier unfinished event) are leased to Owner until
+// Now+Lease, an attempt counted, as a claim would lease them: the worker
+// that fans out sends them without a claim of its own.
+type FanOut struct {
+	Now        time.Time
+	Limit      int
+	Owner      string
+	Lease      time.Duration
+	LeaseLimit int
+}
+
 // FanOutResult says what one fan-out did.
 type FanOutResult struct {
 	// Events is how many outbox events it read; Inserted how many
-	// deliveries it wrote.
-	Events, Inserted int
+	// deliveries it wrote, Due how many of them are due and not leased
+	// (a claim takes them), Leased the ones it leased, oldest event first.
+	Events, Inserted, Due int
+	Leased                []OutboundDelivery
 }
 
 // OutboundDeliveryPage selects a page of a subscription's deliveries,
@@ -189,8 +205,9 @@ type SubscriptionQueries interface {
 	// first locks the enabled subscriptions (concurrent fan-outs, of
 	// replicas too, serialize, so no event is fanned out twice). A
 	// delivery is due at now when its subscription owes no earlier event
-	// of its task, and parked (OutboundParked) behind that event otherwise.
-	FanOutEvents(ctx context.Context, now time.Time, limit int) (FanOutResult, error)
+	// of its task, and parked (OutboundParked) behind that event otherwise;
+	// due ones among the first f.LeaseLimit are leased to f.Owner (FanOut).
+	FanOutEvents(ctx context.Context, f FanOut) (FanOutResult, error)
 	// ClaimOutboundDeliveries leases up to limit due deliveries (pending or
 	// retrying, next attempt at or before now, of an enabled
 	// subscription), oldest due first, for owner until now+lease, counting

@@ -191,13 +191,33 @@ func (s fanOutSubscription) wants(e fanOutCandidate) bool {
 // chainKey is a task's chain of deliveries to one subscription.
 type chainKey struct{ subscription, task string }
 
+// outboundKey is one outbound delivery: an event to one subscription.
+type outboundKey struct {
+	subscription string
+	event        int64
+}
+
 // outboundDeliveryRowArgs is the number of values of one inserted delivery.
-const outboundDeliveryRowArgs = 7
+const outboundDeliveryRowArgs = 8
 
 // maxOutboundRows bounds the rows of one INSERT (its placeholders).
-const maxOutboundRows = 1000
+const maxOutboundRows = 1024
 
-func (q queries) FanOutEvents(ctx context.Context, now time.Time, limit int) (store.FanOutResult, error) {
+// paddedRows is how many rows a statement of n rows lists: n rounded up to
+// a power of two (at most max), the last row repeated to fill it. The
+// statement's text then takes one of a few shapes, which both drivers keep
+// prepared: parsing a new one on every fan-out and finish costs more than
+// the write itself. A repeated row changes nothing: the INSERT skips it as
+// a conflict, the UPDATE writes its row once.
+func paddedRows(n, max int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return min(p, max)
+}
+
+func (q queries) FanOutEvents(ctx context.Context, f store.FanOut) (store.FanOutResult, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var res store.FanOutResult
@@ -231,7 +251,7 @@ func (q queries) FanOutEvents(ctx context.Context, now time.Time, limit int) (st
 			// committed before it ran.
 			BatchQuery{SQL: `SELECT id, workspace_id, task_id, type, created_at FROM task_events
 				WHERE id > (SELECT COALESCE(MIN(position), 0) FROM outbound_subscriptions WHERE enabled) ORDER BY id LIMIT $1`,
-				Args: []any{limit},
+				Args: []any{f.Limit},
 				Scan: func(r Rows) error {
 					for r.Next() {
 						var e fanOutCandidate
@@ -249,35 +269,40 @@ func (q queries) FanOutEvents(ctx context.Context, now time.Time, limit int) (st
 			return nil
 		}
 		res.Events = len(events)
-		var rows []store.OutboundDelivery
+		var rows []newOutboundDelivery
 		chains := map[chainKey]bool{}
+		leases := 0
+		if f.Owner != "" {
+			leases = f.LeaseLimit
+		}
 		for _, e := range events {
 			for _, s := range subs {
-				if s.wants(e) {
-					rows = append(rows, store.OutboundDelivery{SubscriptionID: s.id, EventID: e.id, TaskID: e.task,
-						EventType: e.kind, EventAt: e.at.UTC()})
-					chains[chainKey{s.id, e.task}] = true
+				if !s.wants(e) {
+					continue
 				}
+				// The first event of a task in the batch is parked when
+				// the subscription owes the task an earlier one (the
+				// INSERT reads that itself); the task's later ones wait
+				// for the first. Only a first may be leased.
+				r := newOutboundDelivery{OutboundDelivery: store.OutboundDelivery{SubscriptionID: s.id, EventID: e.id,
+					TaskID: e.task, EventType: e.kind, EventAt: e.at.UTC(), NextAttemptAt: store.OutboundParked}}
+				k := chainKey{s.id, e.task}
+				if !chains[k] {
+					chains[k] = true
+					r.check, r.NextAttemptAt = true, f.Now
+					if leases > 0 {
+						r.lease = true
+						leases--
+					}
+				}
+				rows = append(rows, r)
 			}
 		}
 		if len(rows) > 0 {
-			// The first event of a task in the batch is parked when the
-			// subscription owes the task an earlier one (the INSERT reads
-			// that itself); the task's later ones wait for the first.
-			check := make([]bool, len(rows))
-			for i := range rows {
-				k := chainKey{rows[i].SubscriptionID, rows[i].TaskID}
-				rows[i].NextAttemptAt = store.OutboundParked
-				if chains[k] {
-					check[i], rows[i].NextAttemptAt = true, now
-					chains[k] = false
-				}
-			}
-			if err := q.insertOutboundDeliveries(ctx, rows, check, now); err != nil {
+			if err := q.insertOutboundDeliveries(ctx, rows, f, &res); err != nil {
 				return err
 			}
 		}
-		res.Inserted = len(rows)
 		last := events[len(events)-1].id
 		ids := make([]any, 0, len(subs)+1)
 		ids = append(ids, last)
@@ -292,52 +317,109 @@ func (q queries) FanOutEvents(ctx context.Context, now time.Time, limit int) (st
 		return q.execLater(ctx, "move subscription positions", nil,
 			`UPDATE outbound_subscriptions SET position = $1 WHERE id IN (`+inList(2, len(ids)-1)+`) AND position < $1`, ids...)
 	})
-	return res, err
+	if err != nil {
+		return store.FanOutResult{}, err
+	}
+	// RETURNING has no order: oldest event first.
+	slices.SortFunc(res.Leased, func(a, b store.OutboundDelivery) int {
+		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.SubscriptionID, b.SubscriptionID))
+	})
+	return res, nil
+}
+
+// newOutboundDelivery is a delivery the fan-out writes: check says to park
+// it when its task's chain owes an earlier event, lease to lease it
+// otherwise.
+type newOutboundDelivery struct {
+	store.OutboundDelivery
+	check, lease bool
 }
 
 // insertOutboundDelivery is the INSERT of pending deliveries ($1 their
-// creation time, $2 the parked time, then seven values a row: subscription,
-// event, task, type, event time, whether to check the task's chain, and the
-// next attempt; typed for PostgreSQL, which types a VALUES list's
-// parameters as text, while SQLite keeps what it is given: those types
-// have numeric affinity there). A row to check is parked when the subscription owes its
-// task an unfinished delivery already (the task index answers), due at its
-// next attempt otherwise. A delivery that exists already is left as it is.
+// creation time, $2 the parked time, $3 the lease's owner, $4 its expiry;
+// then eight values a row: subscription, event, task, type, event time,
+// whether to check the task's chain, the next attempt, and whether to
+// lease it; typed for PostgreSQL, which types a VALUES list's parameters as
+// text, while SQLite keeps what it is given: those types have numeric
+// affinity there). A row to check is parked when the subscription owes its
+// task an unfinished delivery already (the task index answers); a row not
+// parked and to lease is leased as a claim leases (an attempt counted, due
+// again when the lease expires); the others are due at their next attempt.
+// A delivery that exists already is left as it is.
 const insertOutboundDelivery = `INSERT INTO outbound_deliveries (subscription_id, event_id, task_id, event_type, event_at,
-		next_attempt_at, status, created_at)
-	SELECT column1, column2, column3, column4, column5,
-		CASE WHEN column6 AND EXISTS (SELECT 1 FROM outbound_deliveries o
-			WHERE o.subscription_id = column1 AND o.task_id = column3 AND (o.status = 'pending' OR o.status = 'retrying'))
-		THEN CAST($2 AS TIMESTAMPTZ) ELSE column7 END, 'pending', CAST($1 AS TIMESTAMPTZ)
-	FROM (VALUES `
+		next_attempt_at, status, created_at, attempts, lease_owner, lease_expires_at)
+	SELECT sid, eid, tid, kind, at,
+		CASE WHEN parked THEN CAST($2 AS TIMESTAMPTZ) WHEN lease THEN CAST($4 AS TIMESTAMPTZ) ELSE due END,
+		'pending', CAST($1 AS TIMESTAMPTZ),
+		CASE WHEN lease AND NOT parked THEN 1 ELSE 0 END,
+		CASE WHEN lease AND NOT parked THEN CAST($3 AS TEXT) END,
+		CASE WHEN lease AND NOT parked THEN CAST($4 AS TIMESTAMPTZ) END
+	FROM (SELECT column1 AS sid, column2 AS eid, column3 AS tid, column4 AS kind, column5 AS at, column7 AS due, column8 AS lease,
+			column6 AND EXISTS (SELECT 1 FROM outbound_deliveries o
+				WHERE o.subscription_id = column1 AND o.task_id = column3 AND (o.status = 'pending' OR o.status = 'retrying')) AS parked
+		FROM (VALUES `
 
-// insertOutboundDeliveries writes new pending deliveries, created at now,
-// their next attempt as given, or parked when check[i] and their task's
-// chain owes an earlier event. Nothing waits for it: on PostgreSQL it
-// travels with the next statement or the COMMIT.
-func (q queries) insertOutboundDeliveries(ctx context.Context, rows []store.OutboundDelivery, check []bool, now time.Time) error {
+// insertOutboundDeliveries writes new pending deliveries created at f.Now,
+// parked, leased to f.Owner or due as insertOutboundDelivery decides, and
+// counts them in res: the leased ones in res.Leased, the due ones not
+// leased in res.Due.
+func (q queries) insertOutboundDeliveries(ctx context.Context, rows []newOutboundDelivery, f store.FanOut, res *store.FanOutResult) error {
+	expires := f.Now.Add(f.Lease)
 	for len(rows) > 0 {
 		n := min(len(rows), maxOutboundRows)
-		chunk, checks := rows[:n], check[:n]
-		rows, check = rows[n:], check[n:]
-		args := make([]any, 0, 2+outboundDeliveryRowArgs*len(chunk))
-		args = append(args, now, store.OutboundParked)
+		chunk := rows[:n]
+		rows = rows[n:]
+		args := make([]any, 0, 4+outboundDeliveryRowArgs*paddedRows(len(chunk), maxOutboundRows))
+		args = append(args, f.Now, store.OutboundParked, f.Owner, expires)
 		var b strings.Builder
 		b.WriteString(insertOutboundDelivery)
-		for i, d := range chunk {
+		byKey := make(map[outboundKey]*newOutboundDelivery, len(chunk))
+		for i := range paddedRows(len(chunk), maxOutboundRows) {
+			d := &chunk[min(i, len(chunk)-1)]
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			k := len(args)
-			fmt.Fprintf(&b, "($%d, CAST($%d AS BIGINT), $%d, $%d, CAST($%d AS TIMESTAMPTZ), CAST($%d AS BOOLEAN), CAST($%d AS TIMESTAMPTZ))",
-				k+1, k+2, k+3, k+4, k+5, k+6, k+7)
-			args = append(args, d.SubscriptionID, d.EventID, d.TaskID, d.EventType, d.EventAt, checks[i], d.NextAttemptAt)
+			fmt.Fprintf(&b, "($%d, CAST($%d AS BIGINT), $%d, $%d, CAST($%d AS TIMESTAMPTZ), CAST($%d AS BOOLEAN), CAST($%d AS TIMESTAMPTZ), CAST($%d AS BOOLEAN))",
+				k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
+			args = append(args, d.SubscriptionID, d.EventID, d.TaskID, d.EventType, d.EventAt, d.check, d.NextAttemptAt, d.lease)
+			byKey[outboundKey{d.SubscriptionID, d.EventID}] = d
 		}
 		// WHERE true: SQLite needs a WHERE before an upsert's ON CONFLICT
 		// in an INSERT … SELECT.
-		b.WriteString(`) AS v WHERE true ON CONFLICT (subscription_id, event_id) DO NOTHING`)
-		if err := q.execLater(ctx, "insert outbound deliveries", nil, b.String(), args...); err != nil {
-			return err
+		b.WriteString(`) AS v) AS c WHERE true ON CONFLICT (subscription_id, event_id) DO NOTHING
+			RETURNING subscription_id, event_id, next_attempt_at, lease_owner`)
+		r, err := q.ex.Query(ctx, b.String(), args...)
+		if err != nil {
+			return q.wrap("insert outbound deliveries", err)
+		}
+		err = func() error {
+			defer r.Close()
+			for r.Next() {
+				var sub string
+				var event int64
+				var next time.Time
+				var owner sql.NullString
+				if err := r.Scan(&sub, &event, &next, &owner); err != nil {
+					return err
+				}
+				res.Inserted++
+				d := byKey[outboundKey{sub, event}]
+				switch {
+				case d == nil:
+				case owner.Valid:
+					l := d.OutboundDelivery
+					l.Status, l.Attempts, l.NextAttemptAt, l.CreatedAt = store.OutboundPending, 1, expires, f.Now
+					l.LeaseOwner, l.LeaseExpiresAt = owner.String, &expires
+					res.Leased = append(res.Leased, l)
+				case next.Before(store.OutboundParked):
+					res.Due++
+				}
+			}
+			return r.Err()
+		}()
+		if err != nil {
+			return q.wrap("insert outbound deliveries", err)
 		}
 	}
 	return nil
@@ -441,11 +523,23 @@ func (q queries) ClaimOutboundDeliveries(ctx context.Context, owner string, now 
 	return out, nil
 }
 
-// finishOutbound writes a claimed delivery's new state where $2 still holds
-// its lease.
-const finishOutbound = `UPDATE outbound_deliveries SET status = $4, attempts = $5, next_attempt_at = $6, last_attempt_at = $7,
-		last_status_code = $8, last_error = $9, finished_at = $10, lease_owner = NULL, lease_expires_at = NULL
-	WHERE subscription_id = $1 AND event_id = $3 AND lease_owner = $2`
+// finishOutboundRowArgs is the number of values of one finished delivery.
+const finishOutboundRowArgs = 9
+
+// finishOutbound writes claimed deliveries' new states where $1 still
+// holds their lease, one statement for the batch (nine values a row:
+// subscription, event, status, attempts, next attempt, last attempt, code,
+// error, finish time; typed as insertOutboundDelivery's are), and answers
+// the rows it wrote.
+const finishOutbound = `UPDATE outbound_deliveries SET status = v.column3, attempts = v.column4, next_attempt_at = v.column5,
+		last_attempt_at = v.column6, last_status_code = v.column7, last_error = v.column8, finished_at = v.column9,
+		lease_owner = NULL, lease_expires_at = NULL
+	FROM (VALUES `
+
+const finishOutboundWhere = `) AS v
+	WHERE outbound_deliveries.subscription_id = v.column1 AND outbound_deliveries.event_id = v.column2
+	  AND outbound_deliveries.lease_owner = $1
+	RETURNING outbound_deliveries.subscription_id, outbound_deliveries.event_id`
 
 func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundFinish) (store.OutboundFinishResult, error) {
 	ctx, cancel := withDeadline(ctx)
@@ -463,24 +557,26 @@ func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundF
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	updated := make([]int64, len(f.Deliveries))
+	written := map[outboundKey]bool{}
 	err := q.write(ctx, func(q queries) error {
 		res = store.OutboundFinishResult{}
+		clear(written)
 		if len(ids) == 0 {
 			return nil
 		}
-		if err := q.lockSubscriptions(ctx, ids); err != nil {
+		// SQLite has one writer: its transaction excludes the fan-out's
+		// already.
+		if q.d.ForUpdate() != "" {
+			if err := q.lockSubscriptions(ctx, ids); err != nil {
+				return err
+			}
+		}
+		if err := q.finishOutbound(ctx, f, written); err != nil {
 			return err
 		}
 		released := map[chainKey]bool{}
-		for i, d := range f.Deliveries {
-			updated[i] = -1
-			if err := q.execLater(ctx, "finish outbound delivery", func(n int64) error { updated[i] = n; return nil },
-				finishOutbound, d.SubscriptionID, f.Owner, d.EventID, d.Status, d.Attempts, d.NextAttemptAt, d.LastAttemptAt,
-				d.LastStatusCode, d.LastError, d.FinishedAt); err != nil {
-				return err
-			}
-			if store.OutboundFinished(d.Status) {
+		for _, d := range f.Deliveries {
+			if store.OutboundFinished(d.Status) && written[outboundKey{d.SubscriptionID, d.EventID}] {
 				released[chainKey{d.SubscriptionID, d.TaskID}] = true
 			}
 		}
@@ -503,10 +599,55 @@ func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundF
 		return store.OutboundFinishResult{}, err
 	}
 	res.Lost = make([]bool, len(f.Deliveries))
-	for i, n := range updated {
-		res.Lost[i] = n == 0
+	for i, d := range f.Deliveries {
+		res.Lost[i] = !written[outboundKey{d.SubscriptionID, d.EventID}]
 	}
 	return res, nil
+}
+
+// finishOutbound writes f.Deliveries where f.Owner holds their lease and
+// marks in written the ones it wrote.
+func (q queries) finishOutbound(ctx context.Context, f store.OutboundFinish, written map[outboundKey]bool) error {
+	const maxRows = 512 // bounds the placeholders of one statement
+	for ds := f.Deliveries; len(ds) > 0; {
+		chunk := ds[:min(len(ds), maxRows)]
+		ds = ds[len(chunk):]
+		n := paddedRows(len(chunk), maxRows)
+		args := make([]any, 0, 1+finishOutboundRowArgs*n)
+		args = append(args, f.Owner)
+		var b strings.Builder
+		b.WriteString(finishOutbound)
+		for i := range n {
+			d := chunk[min(i, len(chunk)-1)]
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			k := len(args)
+			fmt.Fprintf(&b, "($%d, CAST($%d AS BIGINT), CAST($%d AS TEXT), CAST($%d AS INTEGER), CAST($%d AS TIMESTAMPTZ), "+
+				"CAST($%d AS TIMESTAMPTZ), CAST($%d AS INTEGER), CAST($%d AS TEXT), CAST($%d AS TIMESTAMPTZ))",
+				k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8, k+9)
+			args = append(args, d.SubscriptionID, d.EventID, d.Status, d.Attempts, d.NextAttemptAt, d.LastAttemptAt,
+				d.LastStatusCode, d.LastError, d.FinishedAt)
+		}
+		b.WriteString(finishOutboundWhere)
+		rows, err := q.ex.Query(ctx, b.String(), args...)
+		if err != nil {
+			return q.wrap("finish outbound deliveries", err)
+		}
+		for rows.Next() {
+			var k outboundKey
+			if err := rows.Scan(&k.subscription, &k.event); err != nil {
+				rows.Close()
+				return q.wrap("finish outbound deliveries", err)
+			}
+			written[k] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return q.wrap("finish outbound deliveries", err)
+		}
+	}
+	return nil
 }
 
 // lockSubscriptions locks subscription rows in id order (ids sorted).
@@ -719,8 +860,9 @@ func (q queries) ReplayOutboundDeliveries(ctx context.Context, r store.OutboundR
 			return fmt.Errorf("read event to replay: %w", store.ErrNotFound)
 		}
 		res.Replayed = 1
-		return q.insertOutboundDeliveries(ctx, []store.OutboundDelivery{{SubscriptionID: sub.ID, EventID: e.id, TaskID: e.task,
-			EventType: e.kind, EventAt: e.at.UTC(), NextAttemptAt: r.Now}}, []bool{false}, r.Now)
+		var inserted store.FanOutResult
+		return q.insertOutboundDeliveries(ctx, []newOutboundDelivery{{OutboundDelivery: store.OutboundDelivery{SubscriptionID: sub.ID,
+			EventID: e.id, TaskID: e.task, EventType: e.kind, EventAt: e.at.UTC(), NextAttemptAt: r.Now}}}, store.FanOut{Now: r.Now}, &inserted)
 	})
 	return res, err
 }

@@ -19,6 +19,7 @@ var subscriptionTests = []contractTest{
 	{name: "a disabled subscription keeps its position and resumes from it", fn: testFanOutDisabled},
 	{name: "a task's later event waits for its earlier one; other tasks flow", fn: testOutboundTaskOrder},
 	{name: "claims lease deliveries, count attempts and take an abandoned one over", fn: testOutboundClaimLease},
+	{name: "a fan-out leases the first deliveries it makes due to its owner, as a claim would", fn: testFanOutLeases},
 	{name: "finished attempts start and end a failing run and disable a subscription", fn: testSubscriptionHealth},
 	{name: "disabling parks the deliveries, enabling makes each task's first due", fn: testParkResume},
 	{name: "replay sends a finished event again, skips an owed one, sends one never sent", fn: testOutboundReplay},
@@ -54,7 +55,7 @@ func fanOut(t testing.TB, s store.Store, now time.Time) int {
 	t.Helper()
 	total := 0
 	for range 100 {
-		res, err := s.FanOutEvents(context.Background(), now, 2)
+		res, err := s.FanOutEvents(context.Background(), store.FanOut{Now: now, Limit: 2})
 		must(t, err)
 		total += res.Inserted
 		if res.Events == 0 {
@@ -370,6 +371,62 @@ func testOutboundClaimLease(t *testing.T, s store.Store) {
 	must(t, err)
 	if !due.Equal(at.Add(time.Hour)) {
 		t.Errorf("next due = %v, want the retry %v", due, at.Add(time.Hour))
+	}
+}
+
+func testFanOutLeases(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	insertSubscription(t, s, newSubscription("sub_a", "ws"))
+	busy, first, second := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	owing := appendEvent(t, s, "ws", busy, store.EventTaskCreated, 1, epoch)
+	fanOut(t, s, epoch)
+	// busy owes its first event; first and second are new, first twice.
+	behind := appendEvent(t, s, "ws", busy, store.EventTaskUpdated, 2, epoch)
+	a := appendEvent(t, s, "ws", first, store.EventTaskCreated, 1, epoch)
+	a2 := appendEvent(t, s, "ws", first, store.EventTaskUpdated, 2, epoch)
+	b := appendEvent(t, s, "ws", second, store.EventTaskCreated, 1, epoch)
+	// Two may be leased: the busy task's (parked: no lease) and the
+	// first task's; the second task's is left due for a claim.
+	res, err := s.FanOutEvents(ctx, store.FanOut{Now: epoch, Limit: 10, Owner: "w1", Lease: time.Minute, LeaseLimit: 2})
+	must(t, err)
+	if res.Events != 4 || res.Inserted != 4 || res.Due != 1 || len(res.Leased) != 1 {
+		t.Fatalf("fan-out = %+v, want 4 events and deliveries, one leased, one due", res)
+	}
+	l := res.Leased[0]
+	if l.EventID != a || l.SubscriptionID != "sub_a" || l.TaskID != first || l.EventType != store.EventTaskCreated ||
+		l.Attempts != 1 || l.LeaseOwner != "w1" || l.LeaseExpiresAt == nil || !l.LeaseExpiresAt.Equal(epoch.Add(time.Minute)) {
+		t.Errorf("leased = %+v, want event %d of the first task, attempt 1, leased to w1 for a minute", l, a)
+	}
+	stored := map[int64]store.OutboundDelivery{}
+	for _, d := range deliveriesOf(t, s, "sub_a") {
+		stored[d.EventID] = d
+	}
+	if d := stored[a]; d.LeaseOwner != "w1" || d.Attempts != 1 || !d.NextAttemptAt.Equal(epoch.Add(time.Minute)) {
+		t.Errorf("stored leased delivery = %+v, want leased to w1, attempt 1, due again when the lease expires", d)
+	}
+	for _, ev := range []int64{behind, a2} {
+		if d := stored[ev]; !d.NextAttemptAt.Equal(store.OutboundParked) || d.LeaseOwner != "" || d.Attempts != 0 {
+			t.Errorf("delivery of event %d = %+v, want parked behind its task's earlier event, not leased", ev, d)
+		}
+	}
+	// Another worker claims the due one, not the leased one.
+	got := claim(t, s, "w2", epoch, 10)
+	if ids := eventIDs(got); !slices.Equal(ids, []int64{owing, b}) {
+		t.Errorf("claim = %v, want the first task's earlier event %d and the unleased %d", ids, owing, b)
+	}
+	// The lease is a claim's: finishing it lets the task's next event go.
+	if res := finish(t, s, "w1", epoch, store.OutboundSucceeded, l); res.Lost[0] || res.Released != 1 {
+		t.Errorf("finish of the fan-out's lease = %+v, want it recorded and the task's next event released", res)
+	}
+	if next := claim(t, s, "w2", epoch, 10); !slices.Equal(eventIDs(next), []int64{a2}) {
+		t.Errorf("claim after the finish = %v, want [%d]", eventIDs(next), a2)
+	}
+	// Without an owner, nothing is leased.
+	appendEvent(t, s, "ws", uuid.NewString(), store.EventTaskCreated, 1, epoch)
+	res, err = s.FanOutEvents(ctx, store.FanOut{Now: epoch, Limit: 10, LeaseLimit: 5})
+	must(t, err)
+	if res.Inserted != 1 || res.Due != 1 || len(res.Leased) != 0 {
+		t.Errorf("fan-out without an owner = %+v, want one due delivery and no lease", res)
 	}
 }
 
