@@ -455,7 +455,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 	}
 	sender := outbound.New(st, logger, now, outbound.Options{RetrySchedule: outboundPolicy.RetrySchedule,
 		DisableAfter: outboundPolicy.DisableAfter, AllowHTTP: outboundPolicy.AllowHTTP,
-		Guard: outbound.Guard{AllowPrivate: outboundPolicy.AllowPrivate}, Metrics: m})
+		Guard: outbound.Guard{AllowPrivate: outboundPolicy.AllowPrivate}, Yield: worker.Busy, Metrics: m})
 	m.WatchOutbound(st, now, metrics.DefaultStatsInterval)
 	subscriptions := outbound.NewAPI(st, logger, now, outboundPolicy.AllowHTTP)
 	missed := recovery.New(st, lookupConn, logger, now)

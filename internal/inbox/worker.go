@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -186,6 +187,29 @@ type Worker struct {
 
 	// jobs runs the claims' jobs on goroutines that keep their stacks.
 	jobs *jobRunner
+
+	// fullClaims counts the claims that came back full (deliveries were
+	// waiting beyond what they took) and are still being processed;
+	// fullClaimEnded is when the last one ended (unix nanoseconds). Busy
+	// reads them.
+	fullClaims, fullClaimEnded atomic.Int64
+}
+
+// backlogHold is how long after a full claim's batch the worker still
+// counts as having a backlog (Busy): the next claim of a backlog being
+// worked through comes well within it.
+const backlogHold = 100 * time.Millisecond
+
+// Busy reports whether the intake has work waiting: deliveries beyond what
+// a claim took (a full claim in progress, or ended within backlogHold), or
+// acknowledgements (Yield). Background work that can wait yields to it
+// (the outbound worker's Options.Yield): a burst of webhooks becomes tasks
+// first, and their events go out right after.
+func (w *Worker) Busy() bool {
+	if w.fullClaims.Load() > 0 || time.Since(time.Unix(0, w.fullClaimEnded.Load())) < backlogHold {
+		return true
+	}
+	return w.opts.Yield != nil && w.opts.Yield()
 }
 
 // NewWorker returns a worker; Run starts it.
@@ -346,6 +370,11 @@ func (w *Worker) claimAndProcess(ctx, claimCtx context.Context, owner string) (i
 		return 0, err // the store's error names the claim already
 	}
 	if len(ds) == w.opts.BatchSize {
+		w.fullClaims.Add(1)
+		defer func() {
+			w.fullClaimEnded.Store(time.Now().UnixNano())
+			w.fullClaims.Add(-1)
+		}()
 		w.wakeOne() // there may be more: bring in another goroutine
 	}
 	jobs := make([]*job, len(ds))

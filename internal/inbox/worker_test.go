@@ -719,3 +719,41 @@ func TestWorkerBatchSize(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkerBusy: the worker is busy while a claim that came back full (a
+// backlog) is being processed, and while acknowledgements wait (Yield);
+// idle otherwise. The outbound worker yields to it.
+func TestWorkerBusy(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		clock := newTestClock()
+		proc := newFakeProcessor()
+		gate := make(chan struct{})
+		proc.gates["e-backlog-1"] = gate
+		var acks atomic.Bool
+		w := NewWorker(st, proc, testLogger(t), clock.Now, fastOptions(WorkerOptions{Concurrency: 1, BatchSize: 2,
+			Yield: func() bool { return acks.Load() }}))
+		if w.Busy() {
+			t.Fatal("busy before anything arrived")
+		}
+		ids := insert(t, st, clock.Now(), body("e-backlog-1", modeOK), body("e-backlog-2", modeOK), body("e-backlog-3", modeOK))
+		runInBackground(t, w.Run)
+		waitFor(t, "the full claim's first delivery processing", func() bool {
+			proc.mu.Lock()
+			defer proc.mu.Unlock()
+			return proc.gated["e-backlog-1"]
+		})
+		if !w.Busy() {
+			t.Error("not busy while a full claim is processed")
+		}
+		close(gate)
+		for _, id := range ids {
+			waitStatus(t, st, id, store.DeliverySucceeded, nil)
+		}
+		waitFor(t, "the backlog's end", func() bool { return !w.Busy() })
+		acks.Store(true)
+		if !w.Busy() {
+			t.Error("not busy while acknowledgements wait")
+		}
+	})
+}

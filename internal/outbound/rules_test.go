@@ -305,7 +305,9 @@ func TestAnswerReadUpTo64KiB(t *testing.T) {
 		})}
 		w := New(nil, nil, nil, Options{Client: client})
 		sub := store.Subscription{ID: "sub_1", URL: "https://example.com/hook", Secret: NewSecret()}
-		a := w.post(context.Background(), sub, store.TaskEvent{ID: 1, Type: events.TypeCreated, Payload: `{}`}, time.Now())
+		ev := store.TaskEvent{ID: 1, Type: events.TypeCreated, Payload: `{}`}
+		event, err := events.Body(ev)
+		a := w.post(context.Background(), sub, outgoing{ev: ev, body: event, err: err}, time.Now())
 		if body.read != DefaultMaxResponseBytes {
 			t.Errorf("answered %d: read %d bytes of the answer, want %d", code, body.read, DefaultMaxResponseBytes)
 		}

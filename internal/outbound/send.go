@@ -47,16 +47,16 @@ type answer struct {
 }
 
 // post sends one event to one subscription, signed, and reads the answer.
-func (w *Worker) post(ctx context.Context, sub store.Subscription, ev store.TaskEvent, now time.Time) answer {
+func (w *Worker) post(ctx context.Context, sub store.Subscription, ev outgoing, now time.Time) answer {
 	// The configuration may have changed since the URL was saved.
 	if err := w.checkURL(sub.URL); err != nil {
 		return answer{err: err}
 	}
-	body, err := events.Body(ev)
-	if err != nil {
-		return answer{err: err, permanent: true}
+	if ev.err != nil {
+		return answer{err: ev.err, permanent: true}
 	}
-	signed, err := Sign(sub, events.FormatID(ev.ID), now, body)
+	body := ev.body
+	signed, err := Sign(sub, events.FormatID(ev.ev.ID), now, body)
 	if err != nil {
 		return answer{err: err, permanent: true}
 	}

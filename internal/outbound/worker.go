@@ -27,6 +27,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 )
@@ -45,6 +46,8 @@ const (
 	DefaultFanOutBatch = 500
 	DefaultMaxIdle     = time.Second
 	DefaultMinIdle     = 50 * time.Millisecond
+	DefaultCoalesce    = 20 * time.Millisecond
+	DefaultMaxYield    = time.Second
 )
 
 // finishTimeout bounds the write of outcomes, which runs even when the
@@ -72,6 +75,21 @@ type Options struct {
 	// MaxIdle caps an idle wait, so due retries and expired leases are
 	// noticed without a notification.
 	MaxIdle time.Duration
+	// Yield, when set, reports that the intake has work waiting (the inbox
+	// worker's Busy): before each fan-out and claim the worker then
+	// pauses, a few milliseconds at a time and at most MaxYield in all, as
+	// the inbox worker yields to acknowledgements. A burst of webhooks
+	// becomes tasks first and their events go out right after, instead of
+	// sharing the CPU with them; while the burst lasts, a fan-out and a
+	// claim still run at least once every MaxYield, so events keep flowing.
+	Yield    func() bool
+	MaxYield time.Duration
+	// Coalesce is the least time between two fan-outs, and between two
+	// writes of outcomes, while events keep coming: what arrives meanwhile
+	// shares one transaction, so a busy intake (a task committed every
+	// half millisecond) does not cost a write per event. An event waits at
+	// most this long for its fan-out.
+	Coalesce time.Duration
 	// RetrySchedule is the wait before each retry; nil is the default.
 	RetrySchedule []time.Duration
 	// DisableAfter disables a subscription that has failed every attempt
@@ -109,6 +127,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxIdle <= 0 {
 		o.MaxIdle = DefaultMaxIdle
+	}
+	if o.Coalesce <= 0 {
+		o.Coalesce = DefaultCoalesce
+	}
+	if o.MaxYield <= 0 {
+		o.MaxYield = DefaultMaxYield
 	}
 	if len(o.RetrySchedule) == 0 {
 		o.RetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
@@ -248,9 +272,15 @@ func (w *Worker) pump(ctx, claimCtx context.Context) {
 	failures := backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
 		backoff.WithMaxInterval(w.opts.MaxIdle*5), backoff.WithMaxElapsedTime(0))
 	failing := false
-	fanOut := true // events may have been committed while no worker ran
+	// Events may have been committed, and deliveries left due, while no
+	// worker ran.
+	p := pending{fanOut: true, claim: true}
 	for w.claiming(claimCtx) {
-		more, err := w.step(ctx, claimCtx, &fanOut)
+		w.yield(claimCtx)
+		if !w.claiming(claimCtx) {
+			return
+		}
+		more, err := w.step(ctx, claimCtx, &p)
 		if err != nil {
 			if !w.claiming(claimCtx) {
 				return
@@ -259,7 +289,7 @@ func (w *Worker) pump(ctx, claimCtx context.Context) {
 				w.logger.WarnContext(ctx, "outbound delivery failed to reach the database", "error", err)
 				failing = true
 			}
-			fanOut = true
+			p = pending{fanOut: true, claim: true}
 			sleep(claimCtx, failures.NextBackOff())
 			continue
 		}
@@ -269,30 +299,59 @@ func (w *Worker) pump(ctx, claimCtx context.Context) {
 			failures.Reset()
 		}
 		if !more {
-			w.idle(claimCtx, &fanOut)
+			w.idle(claimCtx, &p)
 		}
 	}
 }
 
-// step fans out (when events may be waiting) and claims what the free
-// slots allow; more reports that there may be more to do at once.
-func (w *Worker) step(ctx, claimCtx context.Context, fanOut *bool) (more bool, err error) {
-	if *fanOut {
-		*fanOut = false
-		res, err := w.st.FanOutEvents(ctx, w.now(), w.opts.FanOutBatch)
+// yield pauses while the intake has work waiting, never longer than
+// MaxYield.
+func (w *Worker) yield(ctx context.Context) {
+	if w.opts.Yield == nil {
+		return
+	}
+	const step = 2 * time.Millisecond
+	for waited := time.Duration(0); ctx.Err() == nil && waited < w.opts.MaxYield && w.opts.Yield(); waited += step {
+		sleep(ctx, step)
+	}
+}
+
+// pending is what the pump has to look at: fanOut, events may be waiting
+// in the outbox; claim, deliveries may be due that no one has leased (a
+// retry, a task's next event released, a fan-out's beyond its leases,
+// another replica's, an expired lease).
+type pending struct {
+	fanOut, claim bool
+	// fannedOut is when the last fan-out ran (Coalesce).
+	fannedOut time.Time
+}
+
+// step fans out (when events may be waiting), sending at once what the
+// fan-out leased, and claims what the free slots allow when deliveries may
+// be due; more reports that there may be more to do at once.
+func (w *Worker) step(ctx, claimCtx context.Context, p *pending) (more bool, err error) {
+	if p.fanOut {
+		p.fanOut, p.fannedOut = false, time.Now()
+		res, err := w.st.FanOutEvents(ctx, store.FanOut{Now: w.now(), Limit: w.opts.FanOutBatch,
+			Owner: w.owner, Lease: w.opts.Lease, LeaseLimit: cap(w.slots) - len(w.slots)})
 		if err != nil {
 			return false, err
 		}
 		if res.Events == w.opts.FanOutBatch {
-			*fanOut, more = true, true
+			p.fanOut, more = true, true
 		}
-		if res.Inserted > 0 {
-			// Other replicas claim too.
+		if len(res.Leased) > 0 {
+			w.start(ctx, claimCtx, res.Leased)
+		}
+		if res.Due > 0 {
+			// Due beyond the slots this replica had: other replicas
+			// claim too.
+			p.claim = true
 			_ = w.st.Notify(ctx, Channel)
 		}
 	}
 	free := cap(w.slots) - len(w.slots)
-	if free == 0 || !w.claiming(claimCtx) {
+	if !p.claim || free == 0 || !w.claiming(claimCtx) {
 		return more, nil
 	}
 	limit := min(free, w.opts.BatchSize)
@@ -303,11 +362,13 @@ func (w *Worker) step(ctx, claimCtx context.Context, fanOut *bool) (more bool, e
 	if len(ds) > 0 {
 		w.start(ctx, claimCtx, ds)
 	}
-	return more || len(ds) == limit, nil
+	// A claim that took less than it could has taken every due delivery.
+	p.claim = len(ds) == limit
+	return more || p.claim, nil
 }
 
 // idle waits for new events, a wake-up, the next due delivery or MaxIdle.
-func (w *Worker) idle(ctx context.Context, fanOut *bool) {
+func (w *Worker) idle(ctx context.Context, p *pending) {
 	wait := w.opts.MaxIdle
 	if due, err := w.st.NextOutboundDue(ctx); err == nil && !due.IsZero() {
 		switch d := due.Sub(w.now()); {
@@ -324,10 +385,15 @@ func (w *Worker) idle(ctx context.Context, fanOut *bool) {
 	select {
 	case <-ctx.Done():
 	case <-w.events:
-		*fanOut = true
+		p.fanOut = true
+		// Let the events of the next moments join this one's fan-out.
+		if wait := w.opts.Coalesce - time.Since(p.fannedOut); wait > 0 {
+			sleep(ctx, wait)
+		}
 	case <-w.wake:
+		p.claim = true
 	case <-t.C:
-		*fanOut = true
+		p.fanOut, p.claim = true, true
 	}
 }
 
@@ -376,9 +442,17 @@ func (w *Worker) start(ctx, claimCtx context.Context, ds []store.OutboundDeliver
 	}
 }
 
+// outgoing is an event as the deliveries of a claim send it: its body is
+// made once, whatever the number of subscriptions it goes to.
+type outgoing struct {
+	ev   store.TaskEvent
+	body []byte
+	err  error
+}
+
 // load reads the subscriptions and the events of a claim, the two reads
 // at once (on PostgreSQL, on two connections).
-func (w *Worker) load(ctx context.Context, ds []store.OutboundDelivery) (map[string]store.Subscription, map[int64]store.TaskEvent, error) {
+func (w *Worker) load(ctx context.Context, ds []store.OutboundDelivery) (map[string]store.Subscription, map[int64]outgoing, error) {
 	ids := make([]int64, 0, len(ds))
 	seen := map[int64]bool{}
 	for _, d := range ds {
@@ -403,15 +477,16 @@ func (w *Worker) load(ctx context.Context, ds []store.OutboundDelivery) (map[str
 	for _, s := range subList {
 		subs[s.ID] = s
 	}
-	evs := make(map[int64]store.TaskEvent, len(list))
+	evs := make(map[int64]outgoing, len(list))
 	for _, e := range list {
-		evs[e.ID] = e
+		body, err := events.Body(e)
+		evs[e.ID] = outgoing{ev: e, body: body, err: err}
 	}
 	return subs, evs, nil
 }
 
 // attempt sends one delivery and returns its new state.
-func (w *Worker) attempt(ctx context.Context, d store.OutboundDelivery, subs map[string]store.Subscription, evs map[int64]store.TaskEvent) result {
+func (w *Worker) attempt(ctx context.Context, d store.OutboundDelivery, subs map[string]store.Subscription, evs map[int64]outgoing) result {
 	sub, ok := subs[d.SubscriptionID]
 	if !ok {
 		// Deleted since the claim, its deliveries with it: the finish
@@ -423,7 +498,7 @@ func (w *Worker) attempt(ctx context.Context, d store.OutboundDelivery, subs map
 	if !ok {
 		return result{d: w.failed(d, now, 0, "the event is no longer kept (retention removed it before it was delivered)")}
 	}
-	ctx, span := startAttempt(ctx, d, ev)
+	ctx, span := startAttempt(ctx, d, ev.ev)
 	defer span.End()
 	began := time.Now()
 	a := w.post(ctx, sub, ev, now)
@@ -467,23 +542,13 @@ func (w *Worker) putBack(d store.OutboundDelivery) store.OutboundDelivery {
 }
 
 // finisher writes outcomes as they come: whatever has finished while the
-// previous write ran goes in the next one.
+// previous write ran, or within Coalesce of it, goes in the next one.
 func (w *Worker) finisher(ctx context.Context) {
+	var wrote time.Time
 	for r := range w.results {
-		batch := []result{r}
-	collect:
-		for len(batch) < 4*w.opts.BatchSize {
-			select {
-			case r, ok := <-w.results:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, r)
-			default:
-				break collect
-			}
-		}
+		batch := w.collect(r, wrote.Add(w.opts.Coalesce))
 		full := len(w.slots) == cap(w.slots)
+		wrote = time.Now()
 		released := w.finish(ctx, batch)
 		for range batch {
 			<-w.slots
@@ -495,6 +560,43 @@ func (w *Worker) finisher(ctx context.Context) {
 			signal(w.wake)
 		}
 	}
+}
+
+// collect gathers the results that follow first until the batch is full,
+// or, once until has passed, until none is waiting.
+func (w *Worker) collect(first result, until time.Time) []result {
+	batch := []result{first}
+	max := 4 * w.opts.BatchSize
+	var timeout <-chan time.Time
+	if wait := time.Until(until); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for len(batch) < max {
+		if timeout == nil {
+			select {
+			case r, ok := <-w.results:
+				if !ok {
+					return batch
+				}
+				batch = append(batch, r)
+				continue
+			default:
+				return batch
+			}
+		}
+		select {
+		case r, ok := <-w.results:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		case <-timeout:
+			timeout = nil
+		}
+	}
+	return batch
 }
 
 // finish writes a batch's outcomes and what they say of their

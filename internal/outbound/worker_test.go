@@ -178,3 +178,62 @@ func TestOrderPerTaskUnderAFailingReceiver(t *testing.T) {
 		}
 	})
 }
+
+// While the intake has work waiting (Yield), the worker sends nothing, a
+// pause at a time, for at most MaxYield between its fan-outs and claims;
+// once the intake is idle, what it held back goes out.
+func TestYieldsToTheIntake(t *testing.T) {
+	t.Parallel()
+	storetest.ForDialects(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		e := newEnv(t, dialect)
+		rc := newReceiver(t)
+		sub := e.subscribe(t, rc.srv.URL)
+		var mu sync.Mutex
+		busy, asked := true, 0
+		opts := allowLoopback()
+		opts.MaxYield = time.Hour
+		opts.Yield = func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			asked++
+			return busy
+		}
+		e.run(t, opts)
+		ev := e.emit(t, uuid.NewString(), events.TypeCreated, 1)
+		poll(t, "the worker asking the intake again and again", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return asked >= 20
+		})
+		if n := len(rc.requests()); n != 0 {
+			t.Fatalf("%d requests sent while the intake was busy, want none", n)
+		}
+		mu.Lock()
+		busy = false
+		mu.Unlock()
+		poll(t, "the event delivered once the intake is idle", func() bool {
+			return e.delivery(t, sub.ID, ev).Status == store.OutboundSucceeded
+		})
+	})
+}
+
+// However long the intake stays busy, events keep flowing: a fan-out and a
+// claim run at least once every MaxYield.
+func TestYieldIsBounded(t *testing.T) {
+	t.Parallel()
+	storetest.ForDialects(t, func(t *testing.T, dialect string) {
+		t.Parallel()
+		e := newEnv(t, dialect)
+		rc := newReceiver(t)
+		sub := e.subscribe(t, rc.srv.URL)
+		opts := allowLoopback()
+		opts.MaxYield = 20 * time.Millisecond
+		opts.Yield = func() bool { return true }
+		e.run(t, opts)
+		ev := e.emit(t, uuid.NewString(), events.TypeCreated, 1)
+		poll(t, "the event delivered while the intake stays busy", func() bool {
+			return e.delivery(t, sub.ID, ev).Status == store.OutboundSucceeded
+		})
+	})
+}
