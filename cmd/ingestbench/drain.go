@@ -25,6 +25,12 @@ type drainResult struct {
 	mostSeconds float64
 	tasks       int
 	gatewayCPU  float64 // seconds of the gateway's CPU over the whole phase
+	start       time.Time
+	// events is how many task events the active subscriptions were owed
+	// (--subscriptions), eventsSeconds first send to the last one's
+	// receipt (0: not all arrived).
+	events        int
+	eventsSeconds float64
 }
 
 func (r drainResult) acksPerSecond() float64  { return float64(r.acked) / r.ackSeconds }
@@ -34,9 +40,17 @@ func (r drainResult) String() string {
 	if r.tasks == 0 || r.ackSeconds == 0 {
 		return fmt.Sprintf("drain: %d of %d acknowledged, %d tasks: not measured", r.acked, r.n, r.tasks)
 	}
-	return fmt.Sprintf("drain of %d new issues: %.0f acks/s (all acknowledged in %.2f s), %.0f tasks/s (every task in %.2f s, 99%% in %.2f s), ratio %.0f%%; gateway CPU %.2f ms per task",
+	out := fmt.Sprintf("drain of %d new issues: %.0f acks/s (all acknowledged in %.2f s), %.0f tasks/s (every task in %.2f s, 99%% in %.2f s), ratio %.0f%%; gateway CPU %.2f ms per task",
 		r.n, r.acksPerSecond(), r.ackSeconds, r.tasksPerSecond(), r.createSeconds, r.mostSeconds, 100*r.tasksPerSecond()/r.acksPerSecond(),
 		1000*r.gatewayCPU/float64(r.tasks))
+	switch {
+	case r.events == 0:
+	case r.eventsSeconds == 0:
+		out += fmt.Sprintf("; not all %d events were received", r.events)
+	default:
+		out += fmt.Sprintf("; all %d events received in %.2f s (%.2f s after the last task)", r.events, r.eventsSeconds, r.eventsSeconds-r.createSeconds)
+	}
+	return out
 }
 
 // drain posts n distinct new issues from the senders, as fast as each is
@@ -60,6 +74,7 @@ func drain(url string, t *template, senders, n int, seq *atomic.Int64) drainResu
 		})
 	}
 	wg.Wait()
+	res.start = start
 	res.acked = int(acked.Load())
 	res.ackSeconds = time.Unix(0, lastAck.Load()).Sub(start).Seconds()
 

@@ -235,6 +235,14 @@ func (b *bench) round(phases map[string]bool, senders int, duration time.Duratio
 		var res drainResult
 		g := b.run(fmt.Sprintf("drain of %d new issues", b.drainN), false, func(g *gateway) {
 			res = drain(g.url, b.tmpl, senders, b.drainN, &b.seq)
+			if g.receiver != nil {
+				// The phase (and its CPU) ends once the burst's events
+				// are out too.
+				res.events = g.subs * res.tasks
+				if g.receiver.waitReceived(int64(res.events), 2*time.Minute) {
+					res.eventsSeconds = time.Unix(0, g.receiver.last.Load()).Sub(res.start).Seconds()
+				}
+			}
 		})
 		res.gatewayCPU = g.cpuSeconds
 		if res.tasks == res.n && res.ackSeconds > 0 {
@@ -381,7 +389,11 @@ type bench struct {
 }
 
 type gateway struct {
-	url           string
+	url string
+	// receiver, when subscriptions are active (--subscriptions), gets
+	// their events; subs is how many there are.
+	receiver      *hookReceiver
+	subs          int
 	pid           int
 	acks          float64 // per second
 	acked         int64   // 202s of the throughput phases
@@ -458,6 +470,7 @@ connections:
 	if b.activeSubs > 0 && !ceiling {
 		rc := newHookReceiver()
 		subscribe(addr, rc, b.activeSubs, true)
+		g.receiver, g.subs = rc, b.activeSubs
 		defer func() {
 			fmt.Printf("run %d: the %d subscription(s) received %d requests\n", b.run_, b.activeSubs, rc.received.Load())
 			rc.close()
