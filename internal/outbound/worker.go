@@ -46,7 +46,6 @@ const (
 	DefaultFanOutBatch = 500
 	DefaultMaxIdle     = time.Second
 	DefaultMinIdle     = 50 * time.Millisecond
-	DefaultCoalesce    = 20 * time.Millisecond
 	DefaultMaxYield    = time.Second
 )
 
@@ -84,12 +83,6 @@ type Options struct {
 	// claim still run at least once every MaxYield, so events keep flowing.
 	Yield    func() bool
 	MaxYield time.Duration
-	// Coalesce is the least time between two fan-outs, and between two
-	// writes of outcomes, while events keep coming: what arrives meanwhile
-	// shares one transaction, so a busy intake (a task committed every
-	// half millisecond) does not cost a write per event. An event waits at
-	// most this long for its fan-out.
-	Coalesce time.Duration
 	// RetrySchedule is the wait before each retry; nil is the default.
 	RetrySchedule []time.Duration
 	// DisableAfter disables a subscription that has failed every attempt
@@ -127,9 +120,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxIdle <= 0 {
 		o.MaxIdle = DefaultMaxIdle
-	}
-	if o.Coalesce <= 0 {
-		o.Coalesce = DefaultCoalesce
 	}
 	if o.MaxYield <= 0 {
 		o.MaxYield = DefaultMaxYield
@@ -276,7 +266,7 @@ func (w *Worker) pump(ctx, claimCtx context.Context) {
 	// worker ran.
 	p := pending{fanOut: true, claim: true}
 	for w.claiming(claimCtx) {
-		w.yield(claimCtx)
+		p.busy = w.yield(claimCtx)
 		if !w.claiming(claimCtx) {
 			return
 		}
@@ -305,15 +295,19 @@ func (w *Worker) pump(ctx, claimCtx context.Context) {
 }
 
 // yield pauses while the intake has work waiting, never longer than
-// MaxYield.
-func (w *Worker) yield(ctx context.Context) {
+// MaxYield; busy reports that it still has.
+func (w *Worker) yield(ctx context.Context) (busy bool) {
 	if w.opts.Yield == nil {
-		return
+		return false
 	}
 	const step = 2 * time.Millisecond
-	for waited := time.Duration(0); ctx.Err() == nil && waited < w.opts.MaxYield && w.opts.Yield(); waited += step {
+	for waited := time.Duration(0); ctx.Err() == nil && w.opts.Yield(); waited += step {
+		if waited >= w.opts.MaxYield {
+			return true
+		}
 		sleep(ctx, step)
 	}
+	return false
 }
 
 // pending is what the pump has to look at: fanOut, events may be waiting
@@ -322,18 +316,24 @@ func (w *Worker) yield(ctx context.Context) {
 // another replica's, an expired lease).
 type pending struct {
 	fanOut, claim bool
-	// fannedOut is when the last fan-out ran (Coalesce).
-	fannedOut time.Time
+	// busy: the intake still has work waiting after MaxYield; the step
+	// then sends at most BatchSize deliveries, as the inbox worker claims
+	// one batch a MaxYield while acknowledgements wait.
+	busy bool
 }
 
 // step fans out (when events may be waiting), sending at once what the
 // fan-out leased, and claims what the free slots allow when deliveries may
 // be due; more reports that there may be more to do at once.
 func (w *Worker) step(ctx, claimCtx context.Context, p *pending) (more bool, err error) {
+	free := cap(w.slots) - len(w.slots)
+	if p.busy {
+		free = min(free, w.opts.BatchSize)
+	}
 	if p.fanOut {
-		p.fanOut, p.fannedOut = false, time.Now()
+		p.fanOut = false
 		res, err := w.st.FanOutEvents(ctx, store.FanOut{Now: w.now(), Limit: w.opts.FanOutBatch,
-			Owner: w.owner, Lease: w.opts.Lease, LeaseLimit: cap(w.slots) - len(w.slots)})
+			Owner: w.owner, Lease: w.opts.Lease, LeaseLimit: free})
 		if err != nil {
 			return false, err
 		}
@@ -342,6 +342,7 @@ func (w *Worker) step(ctx, claimCtx context.Context, p *pending) (more bool, err
 		}
 		if len(res.Leased) > 0 {
 			w.start(ctx, claimCtx, res.Leased)
+			free -= len(res.Leased)
 		}
 		if res.Due > 0 {
 			// Due beyond the slots this replica had: other replicas
@@ -350,8 +351,7 @@ func (w *Worker) step(ctx, claimCtx context.Context, p *pending) (more bool, err
 			_ = w.st.Notify(ctx, Channel)
 		}
 	}
-	free := cap(w.slots) - len(w.slots)
-	if !p.claim || free == 0 || !w.claiming(claimCtx) {
+	if !p.claim || free <= 0 || !w.claiming(claimCtx) {
 		return more, nil
 	}
 	limit := min(free, w.opts.BatchSize)
@@ -386,10 +386,6 @@ func (w *Worker) idle(ctx context.Context, p *pending) {
 	case <-ctx.Done():
 	case <-w.events:
 		p.fanOut = true
-		// Let the events of the next moments join this one's fan-out.
-		if wait := w.opts.Coalesce - time.Since(p.fannedOut); wait > 0 {
-			sleep(ctx, wait)
-		}
 	case <-w.wake:
 		p.claim = true
 	case <-t.C:
@@ -542,13 +538,23 @@ func (w *Worker) putBack(d store.OutboundDelivery) store.OutboundDelivery {
 }
 
 // finisher writes outcomes as they come: whatever has finished while the
-// previous write ran, or within Coalesce of it, goes in the next one.
+// previous write ran goes in the next one.
 func (w *Worker) finisher(ctx context.Context) {
-	var wrote time.Time
 	for r := range w.results {
-		batch := w.collect(r, wrote.Add(w.opts.Coalesce))
+		batch := []result{r}
+	collect:
+		for len(batch) < 4*w.opts.BatchSize {
+			select {
+			case r, ok := <-w.results:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
 		full := len(w.slots) == cap(w.slots)
-		wrote = time.Now()
 		released := w.finish(ctx, batch)
 		for range batch {
 			<-w.slots
@@ -560,43 +566,6 @@ func (w *Worker) finisher(ctx context.Context) {
 			signal(w.wake)
 		}
 	}
-}
-
-// collect gathers the results that follow first until the batch is full,
-// or, once until has passed, until none is waiting.
-func (w *Worker) collect(first result, until time.Time) []result {
-	batch := []result{first}
-	max := 4 * w.opts.BatchSize
-	var timeout <-chan time.Time
-	if wait := time.Until(until); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timeout = t.C
-	}
-	for len(batch) < max {
-		if timeout == nil {
-			select {
-			case r, ok := <-w.results:
-				if !ok {
-					return batch
-				}
-				batch = append(batch, r)
-				continue
-			default:
-				return batch
-			}
-		}
-		select {
-		case r, ok := <-w.results:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, r)
-		case <-timeout:
-			timeout = nil
-		}
-	}
-	return batch
 }
 
 // finish writes a batch's outcomes and what they say of their

@@ -13,10 +13,6 @@ const InsertOutboundDeliverySQL = insertOutboundDelivery + `($5, CAST($6 AS BIGI
 	CAST($10 AS BOOLEAN), CAST($11 AS TIMESTAMPTZ), CAST($12 AS BOOLEAN))) AS v) AS c WHERE true
 	ON CONFLICT (subscription_id, event_id) DO NOTHING RETURNING subscription_id, event_id, next_attempt_at, lease_owner`
 
-// FinishOutboundSQL is the finish's UPDATE of one delivery.
-const FinishOutboundSQL = finishOutbound + `($2, CAST($3 AS BIGINT), CAST($4 AS TEXT), CAST($5 AS INTEGER),
-	CAST($6 AS TIMESTAMPTZ), CAST($7 AS TIMESTAMPTZ), CAST($8 AS INTEGER), CAST($9 AS TEXT), CAST($10 AS TIMESTAMPTZ))` + finishOutboundWhere
-
 // ClaimOutboundPlanner is what a claim on PostgreSQL sets for its own
 // transaction before its UPDATE.
 const ClaimOutboundPlanner = claimOutboundPlanner

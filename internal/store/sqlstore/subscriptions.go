@@ -203,12 +203,12 @@ const outboundDeliveryRowArgs = 8
 // maxOutboundRows bounds the rows of one INSERT (its placeholders).
 const maxOutboundRows = 1024
 
-// paddedRows is how many rows a statement of n rows lists: n rounded up to
-// a power of two (at most max), the last row repeated to fill it. The
+// paddedRows is how many rows an INSERT of n rows lists: n rounded up to a
+// power of two (at most max), the last row repeated to fill it. The
 // statement's text then takes one of a few shapes, which both drivers keep
-// prepared: parsing a new one on every fan-out and finish costs more than
-// the write itself. A repeated row changes nothing: the INSERT skips it as
-// a conflict, the UPDATE writes its row once.
+// prepared: parsing a new one on every fan-out cost more than the write
+// itself. A repeated row changes nothing: the INSERT skips it as a
+// conflict.
 func paddedRows(n, max int) int {
 	p := 1
 	for p < n {
@@ -523,23 +523,11 @@ func (q queries) ClaimOutboundDeliveries(ctx context.Context, owner string, now 
 	return out, nil
 }
 
-// finishOutboundRowArgs is the number of values of one finished delivery.
-const finishOutboundRowArgs = 9
-
-// finishOutbound writes claimed deliveries' new states where $1 still
-// holds their lease, one statement for the batch (nine values a row:
-// subscription, event, status, attempts, next attempt, last attempt, code,
-// error, finish time; typed as insertOutboundDelivery's are), and answers
-// the rows it wrote.
-const finishOutbound = `UPDATE outbound_deliveries SET status = v.column3, attempts = v.column4, next_attempt_at = v.column5,
-		last_attempt_at = v.column6, last_status_code = v.column7, last_error = v.column8, finished_at = v.column9,
-		lease_owner = NULL, lease_expires_at = NULL
-	FROM (VALUES `
-
-const finishOutboundWhere = `) AS v
-	WHERE outbound_deliveries.subscription_id = v.column1 AND outbound_deliveries.event_id = v.column2
-	  AND outbound_deliveries.lease_owner = $1
-	RETURNING outbound_deliveries.subscription_id, outbound_deliveries.event_id`
+// finishOutbound writes a claimed delivery's new state where $2 still holds
+// its lease.
+const finishOutbound = `UPDATE outbound_deliveries SET status = $4, attempts = $5, next_attempt_at = $6, last_attempt_at = $7,
+		last_status_code = $8, last_error = $9, finished_at = $10, lease_owner = NULL, lease_expires_at = NULL
+	WHERE subscription_id = $1 AND event_id = $3 AND lease_owner = $2`
 
 func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundFinish) (store.OutboundFinishResult, error) {
 	ctx, cancel := withDeadline(ctx)
@@ -557,10 +545,9 @@ func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundF
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	written := map[outboundKey]bool{}
+	updated := make([]int64, len(f.Deliveries))
 	err := q.write(ctx, func(q queries) error {
 		res = store.OutboundFinishResult{}
-		clear(written)
 		if len(ids) == 0 {
 			return nil
 		}
@@ -571,12 +558,15 @@ func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundF
 				return err
 			}
 		}
-		if err := q.finishOutbound(ctx, f, written); err != nil {
-			return err
-		}
 		released := map[chainKey]bool{}
-		for _, d := range f.Deliveries {
-			if store.OutboundFinished(d.Status) && written[outboundKey{d.SubscriptionID, d.EventID}] {
+		for i, d := range f.Deliveries {
+			updated[i] = -1
+			if err := q.execLater(ctx, "finish outbound delivery", func(n int64) error { updated[i] = n; return nil },
+				finishOutbound, d.SubscriptionID, f.Owner, d.EventID, d.Status, d.Attempts, d.NextAttemptAt, d.LastAttemptAt,
+				d.LastStatusCode, d.LastError, d.FinishedAt); err != nil {
+				return err
+			}
+			if store.OutboundFinished(d.Status) {
 				released[chainKey{d.SubscriptionID, d.TaskID}] = true
 			}
 		}
@@ -599,55 +589,10 @@ func (q queries) FinishOutboundDeliveries(ctx context.Context, f store.OutboundF
 		return store.OutboundFinishResult{}, err
 	}
 	res.Lost = make([]bool, len(f.Deliveries))
-	for i, d := range f.Deliveries {
-		res.Lost[i] = !written[outboundKey{d.SubscriptionID, d.EventID}]
+	for i, n := range updated {
+		res.Lost[i] = n == 0
 	}
 	return res, nil
-}
-
-// finishOutbound writes f.Deliveries where f.Owner holds their lease and
-// marks in written the ones it wrote.
-func (q queries) finishOutbound(ctx context.Context, f store.OutboundFinish, written map[outboundKey]bool) error {
-	const maxRows = 512 // bounds the placeholders of one statement
-	for ds := f.Deliveries; len(ds) > 0; {
-		chunk := ds[:min(len(ds), maxRows)]
-		ds = ds[len(chunk):]
-		n := paddedRows(len(chunk), maxRows)
-		args := make([]any, 0, 1+finishOutboundRowArgs*n)
-		args = append(args, f.Owner)
-		var b strings.Builder
-		b.WriteString(finishOutbound)
-		for i := range n {
-			d := chunk[min(i, len(chunk)-1)]
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			k := len(args)
-			fmt.Fprintf(&b, "($%d, CAST($%d AS BIGINT), CAST($%d AS TEXT), CAST($%d AS INTEGER), CAST($%d AS TIMESTAMPTZ), "+
-				"CAST($%d AS TIMESTAMPTZ), CAST($%d AS INTEGER), CAST($%d AS TEXT), CAST($%d AS TIMESTAMPTZ))",
-				k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8, k+9)
-			args = append(args, d.SubscriptionID, d.EventID, d.Status, d.Attempts, d.NextAttemptAt, d.LastAttemptAt,
-				d.LastStatusCode, d.LastError, d.FinishedAt)
-		}
-		b.WriteString(finishOutboundWhere)
-		rows, err := q.ex.Query(ctx, b.String(), args...)
-		if err != nil {
-			return q.wrap("finish outbound deliveries", err)
-		}
-		for rows.Next() {
-			var k outboundKey
-			if err := rows.Scan(&k.subscription, &k.event); err != nil {
-				rows.Close()
-				return q.wrap("finish outbound deliveries", err)
-			}
-			written[k] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return q.wrap("finish outbound deliveries", err)
-		}
-	}
-	return nil
 }
 
 // lockSubscriptions locks subscription rows in id order (ids sorted).
