@@ -16,8 +16,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel"
 
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/connectors/providers"
@@ -343,35 +341,14 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 		return err
 	}
 	logger := newLogger(stderr, f.logLevel)
-	// Tracing (off unless the OTEL_* environment asks for an exporter): a
-	// provider ctx already carries is used as it is (tests record spans in
-	// memory that way). Every run context below keeps ctx's values, so the
-	// receiver, the workers and the outbound attempts all find it.
-	tp := tracing.Provider(ctx)
-	if tp == nil {
-		var stopTracing func(context.Context) error
-		if tp, stopTracing, err = tracing.Setup(ctx, env, moduleVersion()); err != nil {
-			return err
-		}
-		if tp != nil {
-			// An export that fails (the collector down) is said in the
-			// gateway's log, as JSON like every other line.
-			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-				logger.Warn("tracing: export failed", "error", err)
-			}))
-		}
-		defer func() {
-			// The last spans are flushed; an unreachable collector costs
-			// the stop a few seconds at most.
-			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = stopTracing(flushCtx)
-		}()
-		ctx = tracing.WithProvider(ctx, tp)
+	// Tracing (off unless the OTEL_* environment asks for an exporter):
+	// every run context below keeps ctx's values, so the receiver, the
+	// workers and the outbound attempts all find its provider.
+	ctx, stopTracing, err := tracing.FromEnvironment(ctx, env, moduleVersion(), logger)
+	if err != nil {
+		return err
 	}
-	if tracing.MessagingOptIn(env) {
-		ctx = tracing.WithMessagingConventions(ctx)
-	}
+	defer stopTracing()
 	// The listener is bound and the database migrated before any secret or
 	// token is generated: those are printed once only, so a start that
 	// fails must not have consumed them.
@@ -494,19 +471,7 @@ func serve(ctx context.Context, args []string, env Env, stdout, stderr io.Writer
 
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
-	if tp != nil {
-		// One HTTP server span per request (webhooks, API, MCP, console),
-		// named after its route by the router; the requests' contexts
-		// carry the provider for the spans beneath.
-		srv.Handler = otelhttp.NewHandler(r, "http.server", otelhttp.WithTracerProvider(tp),
-			otelhttp.WithPropagators(tracing.Propagator),
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
-		base := tracing.WithProvider(context.Background(), tp)
-		if tracing.MessagingConventions(ctx) {
-			base = tracing.WithMessagingConventions(base)
-		}
-		srv.BaseContext = func(net.Listener) context.Context { return base }
-	}
+	tracing.Server(ctx, srv)
 
 	// Stopping (ctx ends: SIGTERM, SIGINT) is graceful and in this order:
 	// the listener closes; webhooks in flight finish and are committed (the

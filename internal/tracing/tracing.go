@@ -10,9 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -112,6 +115,42 @@ func Setup(ctx context.Context, lookup func(string) (string, bool), version stri
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return tp, tp.Shutdown, nil
 }
+
+// FromEnvironment returns ctx carrying the tracer provider the
+// environment configures (Setup), and the messaging conventions' opt-in
+// (MessagingOptIn), with the function that flushes the last spans and
+// stops the provider. A provider ctx carries already is kept as it is:
+// tests record spans in memory that way. An export that fails (the
+// collector down) is said in logger's log, like every other line.
+func FromEnvironment(ctx context.Context, lookup func(string) (string, bool), version string, logger *slog.Logger) (context.Context, func(), error) {
+	stop := func() {}
+	if Provider(ctx) == nil {
+		tp, shutdown, err := Setup(ctx, lookup, version)
+		if err != nil {
+			return ctx, stop, err
+		}
+		if tp != nil {
+			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+				logger.Warn("tracing: export failed", "error", err)
+			}))
+		}
+		stop = func() {
+			// An unreachable collector costs the stop a few seconds at
+			// most.
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			defer cancel()
+			_ = shutdown(flushCtx)
+		}
+		ctx = WithProvider(ctx, tp)
+	}
+	if MessagingOptIn(lookup) {
+		ctx = WithMessagingConventions(ctx)
+	}
+	return ctx, stop, nil
+}
+
+// flushTimeout bounds the export of the last spans at stop.
+const flushTimeout = 5 * time.Second
 
 // providerKey is the context key of the tracer provider.
 type providerKey struct{}
