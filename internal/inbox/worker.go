@@ -20,6 +20,7 @@ import (
 	"github.com/trackergateway/gateway/connectors"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/priority"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -306,7 +307,7 @@ func (w *Worker) wakeOne() {
 func (w *Worker) loop(ctx, claimCtx context.Context, owner string) {
 	failing := false
 	for w.claiming(claimCtx) {
-		w.yield(claimCtx)
+		priority.Yield(claimCtx, w.opts.Yield, w.opts.MaxYield)
 		if !w.claiming(claimCtx) {
 			return
 		}
@@ -341,17 +342,6 @@ func (w *Worker) claiming(claimCtx context.Context) bool {
 		return false
 	default:
 		return claimCtx.Err() == nil
-	}
-}
-
-// yield pauses while acknowledgements wait, never longer than MaxYield.
-func (w *Worker) yield(ctx context.Context) {
-	if w.opts.Yield == nil {
-		return
-	}
-	const step = 2 * time.Millisecond
-	for waited := time.Duration(0); ctx.Err() == nil && waited < w.opts.MaxYield && w.opts.Yield(); waited += step {
-		w.sleep(ctx, step)
 	}
 }
 

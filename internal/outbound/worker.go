@@ -29,6 +29,7 @@ import (
 
 	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/metrics"
+	"github.com/trackergateway/gateway/internal/priority"
 	"github.com/trackergateway/gateway/internal/store"
 )
 
@@ -266,7 +267,7 @@ func (w *Worker) pump(ctx, claimCtx context.Context) {
 	// worker ran.
 	p := pending{fanOut: true, claim: true}
 	for w.claiming(claimCtx) {
-		p.busy = w.yield(claimCtx)
+		p.busy = priority.Yield(claimCtx, w.opts.Yield, w.opts.MaxYield)
 		if !w.claiming(claimCtx) {
 			return
 		}
@@ -292,22 +293,6 @@ func (w *Worker) pump(ctx, claimCtx context.Context) {
 			w.idle(claimCtx, &p)
 		}
 	}
-}
-
-// yield pauses while the intake has work waiting, never longer than
-// MaxYield; busy reports that it still has.
-func (w *Worker) yield(ctx context.Context) (busy bool) {
-	if w.opts.Yield == nil {
-		return false
-	}
-	const step = 2 * time.Millisecond
-	for waited := time.Duration(0); ctx.Err() == nil && w.opts.Yield(); waited += step {
-		if waited >= w.opts.MaxYield {
-			return true
-		}
-		sleep(ctx, step)
-	}
-	return false
 }
 
 // pending is what the pump has to look at: fanOut, events may be waiting
