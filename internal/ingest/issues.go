@@ -47,16 +47,13 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 	case connectors.ActionDelete:
 		return a.deleteEntity(ctx, conn, ev, task, found, out)
 	case connectors.ActionTransfer:
-		prev, ok, err := a.resolve(ctx, previous)
+		prev, ok, err := a.followPrevious(ctx, conn, ev, previous)
 		if err != nil {
 			return out, err
 		}
 		if !ok {
 			out.Status, out.Result = store.DeliveryIgnored, "no task follows the transferred entity"
 			return out, nil
-		}
-		if err := a.st.InsertAlias(ctx, conn.Workspace, ev.ExternalID, prev.ID, a.now()); err != nil {
-			return out, err
 		}
 		// The source (reference, URL) is kept current: after a GitHub
 		// transfer it names the new issue, so pull requests referencing the
@@ -70,15 +67,8 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 		return out, nil
 	}
 	if !found && ev.PreviousExternalID != "" {
-		prev, ok, err := a.resolve(ctx, previous)
-		if err != nil {
+		if task, found, err = a.followPrevious(ctx, conn, ev, previous); err != nil {
 			return out, err
-		}
-		if ok {
-			if err := a.st.InsertAlias(ctx, conn.Workspace, ev.ExternalID, prev.ID, a.now()); err != nil {
-				return out, err
-			}
-			task, found = prev, true
 		}
 	}
 	if found {
@@ -121,6 +111,20 @@ func (a *Applier) issue(ctx context.Context, conn config.Connection, ev connecto
 		out.Result = idempotency.Created.String() + "; archived (closed at source)"
 	}
 	return out, nil
+}
+
+// followPrevious finds the task of the external ID ev replaces (previous)
+// and, when there is one, records ev's external ID as its alias: the task
+// follows the entity.
+func (a *Applier) followPrevious(ctx context.Context, conn config.Connection, ev connectors.Event, previous store.SourceEntity) (store.Task, bool, error) {
+	prev, ok, err := a.resolve(ctx, previous)
+	if err != nil || !ok {
+		return store.Task{}, false, err
+	}
+	if err := a.st.InsertAlias(ctx, conn.Workspace, ev.ExternalID, prev.ID, a.now()); err != nil {
+		return store.Task{}, false, err
+	}
+	return prev, true, nil
 }
 
 // deleteEntity deletes the entity's task, if it has one, and records the

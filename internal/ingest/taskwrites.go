@@ -44,7 +44,7 @@ func (a *Applier) update(ctx context.Context, conn config.Connection, ev connect
 	if err := a.recordFormerRefs(ctx, conn.Workspace, ev, task); err != nil {
 		return out, err
 	}
-	p := tasks.Patch{Source: &store.Source{Provider: ev.Source.Provider, Kind: ev.Source.Kind, Ref: ev.Source.Ref, URL: ev.Source.URL}}
+	p := tasks.Patch{Source: sourceOf(ev), SourceUpdatedAt: sourceUpdatedAt(ev)}
 	if title := cleanTitle(ev.Title); title != "" {
 		p.Title = &title
 	}
@@ -52,10 +52,6 @@ func (a *Applier) update(ctx context.Context, conn config.Connection, ev connect
 	p.Description = &desc
 	labels := cleanLabels(ev.Labels)
 	p.Labels = &labels
-	if !ev.UpdatedAt.IsZero() {
-		u := ev.UpdatedAt.UTC()
-		p.SourceUpdatedAt = &u
-	}
 	action := "update"
 	switch {
 	case ev.Action == connectors.ActionReopen || (!ev.Closed && task.ArchivedAt != nil && conn.OnClose == config.OnCloseArchive):
@@ -153,16 +149,9 @@ func (a *Applier) create(ctx context.Context, conn config.Connection, ev connect
 	if title == "" {
 		title = ev.ExternalID
 	}
-	desc := cleanDescription(ev.Description)
-	labels := cleanLabels(ev.Labels)
-	src := &store.Source{Provider: ev.Source.Provider, Kind: ev.Source.Kind, Ref: ev.Source.Ref, URL: ev.Source.URL}
-	var updated *time.Time
-	if !ev.UpdatedAt.IsZero() {
-		u := ev.UpdatedAt.UTC()
-		updated = &u
-	}
 	res, err := a.coord.Create(ctx, idempotency.CreateRequest{WorkspaceID: conn.Workspace, ExternalID: ev.ExternalID,
-		Title: title, Description: desc, WorkflowStepID: conn.Step, Labels: labels, Source: src, SourceUpdatedAt: updated,
+		Title: title, Description: cleanDescription(ev.Description), WorkflowStepID: conn.Step, Labels: cleanLabels(ev.Labels),
+		Source: sourceOf(ev), SourceUpdatedAt: sourceUpdatedAt(ev),
 		OwnerConnection: conn.ID, Contributions: contributions, KnownAbsent: absent,
 		Actor: idempotency.Actor{Kind: "connection", ID: conn.ID, AuthMode: "webhook_signature"}})
 	if err != nil {
@@ -174,6 +163,21 @@ func (a *Applier) create(ctx context.Context, conn config.Connection, ev connect
 		return a.update(ctx, conn, ev, res.Task, out)
 	}
 	return out, nil
+}
+
+// sourceOf is the task source ev describes.
+func sourceOf(ev connectors.Event) *store.Source {
+	return &store.Source{Provider: ev.Source.Provider, Kind: ev.Source.Kind, Ref: ev.Source.Ref, URL: ev.Source.URL}
+}
+
+// sourceUpdatedAt is when the provider last changed ev's entity, nil when
+// ev does not say.
+func sourceUpdatedAt(ev connectors.Event) *time.Time {
+	if ev.UpdatedAt.IsZero() {
+		return nil
+	}
+	u := ev.UpdatedAt.UTC()
+	return &u
 }
 
 // Provider text is made to fit the task limits rather than refused: a
