@@ -14,6 +14,7 @@ import (
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/store"
 	"github.com/trackergateway/gateway/internal/tasks/taskrules"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // Typed errors of the coordinator.
@@ -179,7 +180,7 @@ func (c *Coordinator) Create(ctx context.Context, req CreateRequest) (res Result
 	ctx, span := startCreate(ctx, req)
 	defer func() { endCreate(span, res, err) }()
 	if len(req.Contributions) == 0 && c.Failpoint == nil {
-		wctx, write := startChild(ctx, "task.create.write")
+		wctx, write := tracing.Start(ctx, "task.create.write")
 		res, err = c.createAtOnce(wctx, req)
 		endChild(write, err)
 		return res, err
@@ -223,7 +224,7 @@ func (e *stepError) Unwrap() error { return ErrStepFailed }
 // one transaction, allocates the identifier, admits the task into its step,
 // and writes the preparing task row, the operation and its planned steps.
 func (c *Coordinator) BeginTaskCreation(ctx context.Context, req CreateRequest) (_ BeginResult, err error) {
-	ctx, span := startChild(ctx, "task.create.begin")
+	ctx, span := tracing.Start(ctx, "task.create.begin")
 	defer func() { endChild(span, err) }()
 	ext, found, workspace, err := c.lookupFirst(ctx, req)
 	if err != nil || found.Outcome != 0 {

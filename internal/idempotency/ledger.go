@@ -11,6 +11,7 @@ import (
 	"github.com/trackergateway/gateway/internal/events"
 	"github.com/trackergateway/gateway/internal/failure"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // unacknowledged marks the commits that no caller is answered on — Begin,
@@ -76,7 +77,7 @@ func (f fence) check(op store.Operation) error {
 
 // ExecuteSteps runs every planned or retryable step of the operation.
 func (c *Coordinator) ExecuteSteps(ctx context.Context, h *CreationHandle) (err error) {
-	ctx, span := startChild(ctx, "task.create.steps")
+	ctx, span := tracing.Start(ctx, "task.create.steps")
 	defer func() { endChild(span, err) }()
 	if h.plannedSteps == 0 {
 		// Begin planned no step; phase A verifies the stored plan agrees.
@@ -353,7 +354,7 @@ func verifyEvidence(ctx context.Context, tx store.Queries, op store.Operation, s
 // preparing → completing, then completing → completed with settlement, the
 // task's first revision and task.created in one transaction.
 func (c *Coordinator) CompleteTaskCreation(ctx context.Context, h *CreationHandle) (res Result, err error) {
-	ctx, span := startChild(ctx, "task.create.complete")
+	ctx, span := tracing.Start(ctx, "task.create.complete")
 	defer func() { endChild(span, err) }()
 	return c.complete(ctx, h.OperationID, fence{h: h})
 }

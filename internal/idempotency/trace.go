@@ -32,12 +32,8 @@ func endCreate(span trace.Span, res Result, err error) {
 	endChild(span, err)
 }
 
-// startChild starts one part of a creation under its task.create span.
-func startChild(ctx context.Context, name string) (context.Context, trace.Span) {
-	return tracing.Start(ctx, name)
-}
-
-// endChild marks a failed part and ends its span.
+// endChild marks a failed part of a creation (a span under its
+// task.create, started with tracing.Start) and ends its span.
 func endChild(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
