@@ -14,14 +14,15 @@ import (
 )
 
 // startAttempt starts the span of one attempt, event.deliver, as a child
-// of the span that made the event's change (the trace its cause names), so
-// the attempt joins the delivery's trace; its context is what the request
-// carries as traceparent. With tracing off it costs a context lookup.
-func startAttempt(ctx context.Context, d store.OutboundDelivery, ev store.TaskEvent) (context.Context, trace.Span) {
+// of parent, the span that made the event's change (the trace its cause
+// names), so the attempt joins the delivery's trace; its context is what
+// the request carries as traceparent. With tracing off it costs a context
+// lookup.
+func startAttempt(ctx context.Context, d store.OutboundDelivery, parent trace.SpanContext) (context.Context, trace.Span) {
 	if tracing.Provider(ctx) == nil {
 		return tracing.Start(ctx, "event.deliver")
 	}
-	if parent := events.SpanOf(ev); parent.IsValid() {
+	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}
 	return tracing.Start(ctx, "event.deliver", trace.WithSpanKind(trace.SpanKindClient),

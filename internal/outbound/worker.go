@@ -31,6 +31,7 @@ import (
 	"github.com/trackergateway/gateway/internal/metrics"
 	"github.com/trackergateway/gateway/internal/priority"
 	"github.com/trackergateway/gateway/internal/store"
+	"github.com/trackergateway/gateway/internal/tracing"
 )
 
 // Channel wakes the claims of every replica when a fan-out has written
@@ -423,12 +424,14 @@ func (w *Worker) start(ctx, claimCtx context.Context, ds []store.OutboundDeliver
 	}
 }
 
-// outgoing is an event as the deliveries of a claim send it: its body is
-// made once, whatever the number of subscriptions it goes to.
+// outgoing is an event as the deliveries of a claim send it: its body,
+// and with tracing on the span that made its change (cause), are made
+// once, whatever the number of subscriptions it goes to.
 type outgoing struct {
-	ev   store.TaskEvent
-	body []byte
-	err  error
+	ev    store.TaskEvent
+	body  []byte
+	err   error
+	cause trace.SpanContext
 }
 
 // load reads the subscriptions and the events of a claim, the two reads
@@ -458,10 +461,15 @@ func (w *Worker) load(ctx context.Context, ds []store.OutboundDelivery) (map[str
 	for _, s := range subList {
 		subs[s.ID] = s
 	}
+	traced := tracing.Provider(ctx) != nil
 	evs := make(map[int64]outgoing, len(list))
 	for _, e := range list {
 		body, err := events.Body(e)
-		evs[e.ID] = outgoing{ev: e, body: body, err: err}
+		o := outgoing{ev: e, body: body, err: err}
+		if traced {
+			o.cause = events.SpanOf(e)
+		}
+		evs[e.ID] = o
 	}
 	return subs, evs, nil
 }
@@ -479,7 +487,7 @@ func (w *Worker) attempt(ctx context.Context, d store.OutboundDelivery, subs map
 	if !ok {
 		return result{d: w.failed(d, now, 0, "the event is no longer kept (retention removed it before it was delivered)")}
 	}
-	ctx, span := startAttempt(ctx, d, ev.ev)
+	ctx, span := startAttempt(ctx, d, ev.cause)
 	defer span.End()
 	began := time.Now()
 	a := w.post(ctx, sub, ev, now)
