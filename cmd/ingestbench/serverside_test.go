@@ -28,11 +28,14 @@ func TestServerAckShares(t *testing.T) {
 	}{
 		{
 			name: "two connections",
+			// Each age is recorded a moment after it is taken, so each
+			// lies well below the bound it is counted under: a loaded
+			// machine must not move one into the next bucket.
 			acks: map[string][]time.Duration{
-				"gh": {500 * time.Microsecond, 2 * time.Millisecond, 7 * time.Millisecond},
-				"gl": {500 * time.Microsecond},
+				"gh": {0, 300 * time.Millisecond, 3 * time.Second},
+				"gl": {0},
 			},
-			want: map[float64]float64{.001: 0.5, .0025: 0.75, .005: 0.75, .01: 1},
+			want: map[float64]float64{.25: 0.5, .5: 0.75, 2.5: 0.75, 5: 1},
 		},
 		{name: "nothing acknowledged", wantErr: "no gateway_webhook_ack_seconds"},
 	}
